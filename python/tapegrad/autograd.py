@@ -1,0 +1,42 @@
+"""``tapegrad.autograd``: custom functions, ``grad``, ``backward``, anomaly mode, ``gradcheck``,
+``to_dot``."""
+
+from . import _tapegrad as _C
+from ._anomaly import detect_anomaly, is_anomaly_enabled
+from ._dot import to_dot
+from ._function import Function, FunctionCtx, once_differentiable
+from ._gradcheck import GradcheckError, gradcheck
+
+__all__ = [
+    "Function", "FunctionCtx", "once_differentiable", "grad", "backward", "detect_anomaly",
+    "is_anomaly_enabled", "gradcheck", "GradcheckError", "to_dot",
+]
+
+
+def _seq(x):
+    if x is None:
+        return None
+    return [x] if isinstance(x, _C.Tensor) else list(x)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulates the gradients of ``tensors`` into the leaves' ``.grad`` (or into ``inputs``)."""
+    tensors = _seq(tensors)
+    grads = _seq(grad_tensors) if grad_tensors is not None else [None] * len(tensors)
+    if retain_graph is None:
+        retain_graph = create_graph
+    inputs = _seq(inputs)
+    if inputs is not None and not inputs:
+        raise ValueError("'inputs' argument to backward() cannot be empty.")
+    _C._run_backward(tensors, grads, retain_graph, create_graph, inputs)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False):
+    """Returns the gradients of ``outputs`` with respect to ``inputs`` as a tuple, without touching
+    any ``.grad``."""
+    outputs = _seq(outputs)
+    inputs = _seq(inputs)
+    grads = _seq(grad_outputs) if grad_outputs is not None else [None] * len(outputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    return tuple(_C._run_grad(outputs, inputs, grads, retain_graph, create_graph, allow_unused))

@@ -1,0 +1,320 @@
+//! Custom operations: the Rust trait behind every user-defined forward/backward pair. Python's
+//! `tg.Function`, `autograd_function` and `custom_gradient` are implementations of this same trait
+//! (`src/python/function.rs`), so the engine runs them like any other node.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use super::grad_mode::{is_grad_enabled, GradModeGuard};
+use super::node::{Backward, Node};
+use super::record::{build_node, Save};
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+
+/// What `forward` may tell the engine (API.md §3.2).
+pub struct ForwardCtx {
+    needs_input_grad: Vec<bool>,
+    to_save: Option<Vec<Tensor>>,
+    dirty: Vec<Tensor>,
+    non_differentiable: Vec<Tensor>,
+    materialize_grads: bool,
+}
+
+impl ForwardCtx {
+    fn new(needs_input_grad: Vec<bool>) -> Self {
+        ForwardCtx {
+            needs_input_grad,
+            to_save: None,
+            dirty: Vec::new(),
+            non_differentiable: Vec::new(),
+            materialize_grads: true,
+        }
+    }
+
+    /// Keeps tensors for backward, version-checked when read back. At most once per call.
+    pub fn save_for_backward(&mut self, tensors: &[Tensor]) -> Result<()> {
+        if self.to_save.is_some() {
+            return Err(Error::autograd(
+                "save_for_backward can be called at most once in forward",
+            ));
+        }
+        self.to_save = Some(tensors.to_vec());
+        Ok(())
+    }
+
+    /// Declares inputs that `forward` modified in place (they must also be returned).
+    pub fn mark_dirty(&mut self, tensors: &[Tensor]) {
+        self.dirty.extend(tensors.iter().cloned());
+    }
+
+    /// Declares outputs that get no gradient.
+    pub fn mark_non_differentiable(&mut self, tensors: &[Tensor]) {
+        self.non_differentiable.extend(tensors.iter().cloned());
+    }
+
+    /// When false, missing output gradients reach backward as `None` instead of zeros.
+    pub fn set_materialize_grads(&mut self, flag: bool) {
+        self.materialize_grads = flag;
+    }
+
+    /// Whether input `i` needs a gradient.
+    pub fn needs_input_grad(&self, i: usize) -> bool {
+        self.needs_input_grad.get(i).copied().unwrap_or(false)
+    }
+}
+
+/// What `backward` can read.
+pub struct BackwardCtx<'a> {
+    node: &'a Node,
+    needs_input_grad: &'a [bool],
+}
+
+impl BackwardCtx<'_> {
+    /// The saved tensors, version-checked.
+    pub fn saved_tensors(&self) -> Result<Vec<Tensor>> {
+        self.node.unpack_saved()
+    }
+    /// Whether input `i` needs a gradient.
+    pub fn needs_input_grad(&self, i: usize) -> bool {
+        self.needs_input_grad.get(i).copied().unwrap_or(false)
+    }
+    /// The node being run.
+    pub fn node(&self) -> &Node {
+        self.node
+    }
+}
+
+/// A user-defined operation. One value is created per call, so `forward` may keep state in `self`
+/// for `backward` (the `ctx.constant = c` of Python).
+pub trait CustomOp: Send + Sync + 'static {
+    /// The name of the node is this plus `Backward`.
+    fn name(&self) -> Cow<'static, str>;
+
+    /// Computes the outputs. Inputs arrive detached (same data, no history) with grad mode off.
+    fn forward(&mut self, ctx: &mut ForwardCtx, inputs: &[Tensor]) -> Result<Vec<Tensor>>;
+
+    /// One gradient per input from one gradient per output. The default says it is not supported.
+    fn backward(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        _grad_outputs: Vec<Option<Tensor>>,
+    ) -> Result<Vec<Option<Tensor>>> {
+        Err(Error::autograd(format!(
+            "the custom operation {} does not implement backward",
+            self.name()
+        )))
+    }
+
+    /// The name of tensor input `i`, for messages.
+    fn input_name(&self, i: usize) -> String {
+        format!("input {i}")
+    }
+
+    /// Frees state other than saved tensors when the graph is released.
+    fn release(&self) {}
+
+    /// True when `backward` cannot itself be differentiated.
+    fn once_differentiable(&self) -> bool {
+        false
+    }
+}
+
+struct CustomBackward<Op: CustomOp> {
+    op: Op,
+    needs_input_grad: Vec<bool>,
+    materialize_grads: bool,
+}
+
+impl<Op: CustomOp> Backward for CustomBackward<Op> {
+    fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let grads = if self.materialize_grads {
+            grads
+                .into_iter()
+                .zip(&node.output_meta)
+                .map(|(g, meta)| match g {
+                    Some(g) => Ok(Some(g)),
+                    None => Tensor::zeros(&meta.shape, meta.dtype).map(Some),
+                })
+                .collect::<Result<Vec<_>>>()?
+        } else {
+            grads
+        };
+        let ctx = BackwardCtx {
+            node,
+            needs_input_grad: &self.needs_input_grad,
+        };
+        self.op.backward(&ctx, grads)
+    }
+    fn release(&self) {
+        self.op.release();
+    }
+    fn input_name(&self, i: usize) -> String {
+        self.op.input_name(i)
+    }
+    fn differentiable_twice(&self) -> bool {
+        !self.op.once_differentiable()
+    }
+}
+
+/// Runs a custom operation and records it (API.md §3): inputs detached and grad mode off inside
+/// `forward`; dirty inputs checked, bumped and given this node's history; non-differentiable outputs
+/// left without history; saved outputs kept without a reference cycle.
+pub fn apply_custom<Op: CustomOp>(op: Op, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+    apply_custom_with_node(op, inputs).map(|(outputs, _)| outputs)
+}
+
+/// `apply_custom`, also returning the recorded node (none when nothing needed a gradient).
+pub fn apply_custom_with_node<Op: CustomOp>(
+    mut op: Op,
+    inputs: &[Tensor],
+) -> Result<(Vec<Tensor>, Option<Arc<Node>>)> {
+    let recording = is_grad_enabled();
+    let needs: Vec<bool> = inputs
+        .iter()
+        .map(|t| recording && t.requires_grad())
+        .collect();
+    let mut ctx = ForwardCtx::new(needs.clone());
+    let detached: Vec<Tensor> = inputs.iter().map(|t| t.detach()).collect();
+    let raw = {
+        let _off = GradModeGuard::no_grad();
+        op.forward(&mut ctx, &detached)?
+    };
+    let name = op.name();
+    let find_input =
+        |t: &Tensor| (0..inputs.len()).find(|&j| t.same(&inputs[j]) || t.same(&detached[j]));
+
+    // Dirty inputs: must be inputs, must be returned, must not be leaves that require grad.
+    let mut dirty_inputs = Vec::new();
+    for d in &ctx.dirty {
+        let j = find_input(d).ok_or_else(|| {
+            Error::autograd(format!(
+                "{name}: mark_dirty only accepts input tensors of forward"
+            ))
+        })?;
+        if !raw.iter().any(|o| find_input(o) == Some(j)) {
+            return Err(Error::autograd(format!(
+                "{name}: an input marked dirty with mark_dirty must be returned as an output of forward \
+                 ({} was not)",
+                op.input_name(j)
+            )));
+        }
+        if recording && inputs[j].is_leaf() && inputs[j].requires_grad() {
+            return Err(Error::autograd(format!(
+                "{name}: a leaf tensor that requires grad ({}) is being used in an in-place operation \
+                 (mark_dirty).",
+                op.input_name(j)
+            )));
+        }
+        inputs[j].storage().bump_version(
+            Cow::Owned(format!("{name}.forward (mark_dirty)")),
+            super::anomaly::current_location(),
+        );
+        dirty_inputs.push(j);
+    }
+
+    // The handles returned to the caller.
+    let outputs: Vec<Tensor> = raw
+        .iter()
+        .map(|o| match find_input(o) {
+            Some(j) if dirty_inputs.contains(&j) => inputs[j].clone(),
+            Some(_) => o.detach(),
+            None if o.requires_grad() => o.detach(),
+            None => o.clone(),
+        })
+        .collect();
+    if !needs.iter().any(|&n| n) {
+        return Ok((outputs, None));
+    }
+    let is_non_diff = |o: &Tensor| ctx.non_differentiable.iter().any(|n| n.same(o));
+    let saves = ctx
+        .to_save
+        .take()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|t| {
+            if let Some(i) = raw
+                .iter()
+                .position(|o| o.same(&t))
+                .or_else(|| outputs.iter().position(|o| o.same(&t)))
+            {
+                if find_input(&t).is_none() {
+                    return Save::Output(i);
+                }
+            }
+            match find_input(&t) {
+                Some(j) => Save::Input(inputs[j].clone()),
+                None => Save::Input(t),
+            }
+        })
+        .collect();
+    let differentiable: Vec<bool> = raw
+        .iter()
+        .map(|o| !is_non_diff(o) && o.dtype().is_float())
+        .collect();
+    let formula = CustomBackward {
+        op,
+        needs_input_grad: needs,
+        materialize_grads: ctx.materialize_grads,
+    };
+    let input_refs: Vec<&Tensor> = inputs.iter().collect();
+    let output_refs: Vec<&Tensor> = outputs.iter().collect();
+    let node = build_node(
+        Cow::Owned(format!("{name}Backward")),
+        &input_refs,
+        &output_refs,
+        Box::new(formula),
+        saves,
+    );
+    for (i, o) in outputs.iter().enumerate() {
+        if differentiable[i] {
+            o.set_history(node.clone(), i);
+        }
+    }
+    Ok((outputs, Some(node)))
+}
+
+/// The node put behind gradients computed by a `once_differentiable` backward under
+/// `create_graph`: differentiating through it is an error, raised only if someone tries.
+struct DelayedError {
+    name: String,
+}
+
+impl Backward for DelayedError {
+    fn apply(&self, _node: &Node, _grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        Err(Error::autograd(format!(
+            "trying to differentiate twice a function that was marked with @once_differentiable ({})",
+            self.name
+        )))
+    }
+}
+
+/// Wraps the gradients of a `once_differentiable` node so that a second differentiation fails.
+pub(crate) fn delay_error(
+    name: &str,
+    upstream: &[Tensor],
+    grads: Vec<Option<Tensor>>,
+) -> Result<Vec<Option<Tensor>>> {
+    if upstream.is_empty() {
+        return Ok(grads);
+    }
+    let inputs: Vec<&Tensor> = upstream.iter().collect();
+    Ok(grads
+        .into_iter()
+        .map(|g| {
+            g.map(|g| {
+                let out = g.detach();
+                let node = build_node(
+                    Cow::Borrowed("DelayedError"),
+                    &inputs,
+                    &[&out],
+                    Box::new(DelayedError {
+                        name: name.to_string(),
+                    }),
+                    Vec::new(),
+                );
+                out.set_history(node, 0);
+                out
+            })
+        })
+        .collect())
+}

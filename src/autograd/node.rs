@@ -1,0 +1,297 @@
+//! Nodes and edges of the backward graph (vocabulary in `autograd/mod.rs`).
+
+use std::borrow::Cow;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::saved::SavedTensor;
+use crate::error::{Error, Result};
+use crate::tensor::dtype::DType;
+use crate::tensor::Tensor;
+
+/// Where a gradient goes: input slot `input_nr` of `node`.
+#[derive(Clone)]
+pub struct Edge {
+    /// The receiving node.
+    pub node: Arc<Node>,
+    /// Which of its inputs (= which output of the forward operation) the gradient is for.
+    pub input_nr: usize,
+}
+
+/// Shape and dtype of one tensor that flows through a node, for validating and materialising
+/// gradients.
+#[derive(Clone, Debug)]
+pub struct TensorMeta {
+    /// The shape.
+    pub shape: Vec<usize>,
+    /// The dtype.
+    pub dtype: DType,
+}
+
+impl TensorMeta {
+    /// The meta of a tensor.
+    pub fn of(t: &Tensor) -> Self {
+        TensorMeta {
+            shape: t.shape().to_vec(),
+            dtype: t.dtype(),
+        }
+    }
+}
+
+/// One backward formula. Saved tensors are kept by the node (`Node::unpack_saved`), not by the
+/// formula, so releasing them, version-checking them and drawing them is done once for all.
+pub trait Backward: Send + Sync {
+    /// Gradients of the inputs from the gradients of the outputs. `grads` has one entry per
+    /// output; the result must have one entry per input (`None` where none is needed).
+    fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>>;
+
+    /// Frees state other than saved tensors (Python objects on a ctx), after the graph is used.
+    fn release(&self) {}
+
+    /// The name of input `i` for messages (`input 0` unless the formula knows better).
+    fn input_name(&self, i: usize) -> String {
+        format!("input {i}")
+    }
+
+    /// The leaf this node accumulates into, for AccumulateGrad only.
+    fn accumulates_into(&self) -> Option<&Tensor> {
+        None
+    }
+
+    /// False for a backward declared `once_differentiable`.
+    fn differentiable_twice(&self) -> bool {
+        true
+    }
+}
+
+/// The saved tensors of a node: stored until the graph is released.
+pub(crate) enum SavedSlot {
+    Stored(Vec<SavedTensor>),
+    Released { had: usize },
+}
+
+/// A vertex of the backward graph.
+pub struct Node {
+    pub(crate) seq: u64,
+    pub(crate) name: Cow<'static, str>,
+    pub(crate) edges: Vec<Option<Edge>>,
+    pub(crate) input_meta: Vec<Option<TensorMeta>>,
+    pub(crate) output_meta: Vec<TensorMeta>,
+    pub(crate) saved: Mutex<SavedSlot>,
+    pub(crate) backward: Option<Box<dyn Backward>>,
+    /// Where the node was created (anomaly mode).
+    pub(crate) created_at: Option<String>,
+    /// Non-leaf tensors that asked to keep their gradient: (output_nr, tensor), held weakly.
+    pub(crate) retain_grad: Mutex<Vec<(usize, std::sync::Weak<crate::tensor::TensorImpl>)>>,
+}
+
+static NEXT_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh, increasing sequence number: the engine runs newer nodes first.
+pub(crate) fn next_seq() -> u64 {
+    NEXT_SEQ.fetch_add(1, Ordering::Relaxed)
+}
+
+impl Node {
+    pub(crate) fn new(
+        name: Cow<'static, str>,
+        edges: Vec<Option<Edge>>,
+        input_meta: Vec<Option<TensorMeta>>,
+        output_meta: Vec<TensorMeta>,
+        saved: Vec<SavedTensor>,
+        backward: Box<dyn Backward>,
+    ) -> Node {
+        Node {
+            seq: next_seq(),
+            name,
+            edges,
+            input_meta,
+            output_meta,
+            saved: Mutex::new(SavedSlot::Stored(saved)),
+            backward: Some(backward),
+            created_at: super::anomaly::current_location(),
+            retain_grad: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The node's name (`MulBackward`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The edges to the nodes of this operation's inputs.
+    pub fn next_edges(&self) -> &[Option<Edge>] {
+        &self.edges
+    }
+
+    /// Sequence number (creation order).
+    pub fn sequence_nr(&self) -> u64 {
+        self.seq
+    }
+
+    /// Number of outputs of the forward operation.
+    pub fn num_outputs(&self) -> usize {
+        self.output_meta.len()
+    }
+
+    /// Where the node was created, under anomaly mode.
+    pub fn created_at(&self) -> Option<&str> {
+        self.created_at.as_deref()
+    }
+
+    pub(crate) fn formula(&self) -> &dyn Backward {
+        self.backward
+            .as_deref()
+            .expect("a node's formula is only taken in drop")
+    }
+
+    /// Runs the backward formula.
+    pub fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        self.formula().apply(self, grads)
+    }
+
+    /// The saved tensors, version-checked. Fails when they were released by an earlier backward.
+    pub fn unpack_saved(&self) -> Result<Vec<Tensor>> {
+        let slot = self.saved.lock();
+        match &*slot {
+            SavedSlot::Stored(saved) => saved.iter().map(|s| s.unpack(&self.name)).collect(),
+            SavedSlot::Released { had: 0 } => Ok(Vec::new()),
+            SavedSlot::Released { .. } => Err(graph_freed_error()),
+        }
+    }
+
+    /// Visits the saved tensors without unpacking them (for drawing the graph).
+    pub fn with_saved<R>(&self, f: impl FnOnce(Option<&[SavedTensor]>) -> R) -> R {
+        let slot = self.saved.lock();
+        match &*slot {
+            SavedSlot::Stored(saved) => f(Some(saved)),
+            SavedSlot::Released { .. } => f(None),
+        }
+    }
+
+    /// Frees what the node saved for backward (called by the engine unless `retain_graph`).
+    pub fn release_variables(&self) {
+        let old = {
+            let mut slot = self.saved.lock();
+            let had = match &*slot {
+                SavedSlot::Stored(s) => s.len(),
+                SavedSlot::Released { had } => *had,
+            };
+            std::mem::replace(&mut *slot, SavedSlot::Released { had })
+        };
+        drop(old);
+        self.formula().release();
+    }
+
+    /// True once `release_variables` ran.
+    pub fn is_released(&self) -> bool {
+        matches!(*self.saved.lock(), SavedSlot::Released { .. })
+    }
+
+    /// The name of input `i` for messages.
+    pub fn input_name(&self, i: usize) -> String {
+        self.formula().input_name(i)
+    }
+}
+
+/// The message of API.md §4 for a second backward through a freed graph.
+pub fn graph_freed_error() -> Error {
+    Error::autograd(
+        "Trying to backward through the graph a second time (or directly access saved tensors after \
+         they have already been freed). Saved intermediate values of the graph are freed when you call \
+         .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the \
+         graph a second time or if you need to access saved tensors after calling backward.",
+    )
+}
+
+// NOTE [Iterative drop]: a chain of a million nodes is a chain of a million `Arc`s; dropping its head
+// would recurse once per node and overflow the stack. Each node's drop therefore moves what it owns
+// (edges, formula, saved tensors) onto a per-thread queue; only the outermost drop drains it, so
+// the depth stays constant however long the chain.
+thread_local! {
+    static DROP_QUEUE: RefCell<Vec<Box<dyn Send>>> = const { RefCell::new(Vec::new()) };
+    static DRAINING: Cell<bool> = const { Cell::new(false) };
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let edges = std::mem::take(&mut self.edges);
+        let backward = self.backward.take();
+        let saved = std::mem::replace(self.saved.get_mut(), SavedSlot::Released { had: 0 });
+        let owned: Box<dyn Send> = Box::new((edges, backward, saved));
+        let queued = DROP_QUEUE
+            .try_with(|q| {
+                q.borrow_mut().push(owned);
+            })
+            .is_ok();
+        if !queued || DRAINING.with(|d| d.replace(true)) {
+            return;
+        }
+        loop {
+            let next = DROP_QUEUE.with(|q| q.borrow_mut().pop());
+            match next {
+                Some(item) => drop(item),
+                None => break,
+            }
+        }
+        DRAINING.with(|d| d.set(false));
+    }
+}
+
+/// The accumulate-grad sink of a leaf.
+pub(crate) struct AccumulateGrad {
+    pub(crate) variable: Tensor,
+}
+
+impl Backward for AccumulateGrad {
+    fn apply(&self, _node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        if let Some(Some(g)) = grads.into_iter().next() {
+            crate::autograd::engine::accumulate_into(&self.variable, g)?;
+        }
+        Ok(Vec::new())
+    }
+
+    fn accumulates_into(&self) -> Option<&Tensor> {
+        Some(&self.variable)
+    }
+}
+
+/// The edge along which a gradient for `t` travels: its `grad_fn`, or its leaf accumulator (made on
+/// first use), or none when it needs no gradient.
+pub fn gradient_edge(t: &Tensor) -> Option<Edge> {
+    let mut m = t.0.meta.lock();
+    if let Some(f) = &m.grad_fn {
+        return Some(Edge {
+            node: f.clone(),
+            input_nr: m.output_nr,
+        });
+    }
+    if !m.requires_grad {
+        return None;
+    }
+    if let Some(acc) = m.grad_accumulator.upgrade() {
+        return Some(Edge {
+            node: acc,
+            input_nr: 0,
+        });
+    }
+    let meta = TensorMeta::of(t);
+    let acc = Arc::new(Node::new(
+        Cow::Borrowed("AccumulateGrad"),
+        Vec::new(),
+        vec![Some(meta.clone())],
+        vec![meta],
+        Vec::new(),
+        Box::new(AccumulateGrad {
+            variable: t.clone(),
+        }),
+    ));
+    m.grad_accumulator = Arc::downgrade(&acc);
+    Some(Edge {
+        node: acc,
+        input_nr: 0,
+    })
+}

@@ -1,0 +1,80 @@
+//! The one place that decides whether an operation is recorded (STYLE.md 5): grad mode on and at
+//! least one input requiring grad. Every built-in operation calls `record` after its forward kernel.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use super::grad_mode::is_grad_enabled;
+use super::node::{gradient_edge, Backward, Node, TensorMeta};
+use super::saved::SavedTensor;
+use crate::tensor::Tensor;
+
+/// What a backward formula keeps: an input (or any other tensor), or one of the outputs.
+pub(crate) enum Save {
+    Input(Tensor),
+    Output(usize),
+}
+
+/// True when an operation on these inputs must be recorded.
+pub(crate) fn needs_grad(inputs: &[&Tensor]) -> bool {
+    is_grad_enabled() && inputs.iter().any(|t| t.requires_grad())
+}
+
+/// Records `outputs = op(inputs)` when needed. `make` builds the formula and the list of what it
+/// saves; it is only called when the operation is recorded, so unrecorded calls save nothing.
+pub(crate) fn record<B: Backward + 'static>(
+    name: &'static str,
+    inputs: &[&Tensor],
+    outputs: &[&Tensor],
+    make: impl FnOnce() -> (B, Vec<Save>),
+) {
+    if !needs_grad(inputs) {
+        return;
+    }
+    let (formula, saves) = make();
+    record_node(
+        Cow::Borrowed(name),
+        inputs,
+        outputs,
+        Box::new(formula),
+        saves,
+    );
+}
+
+/// Builds the node for `outputs = op(inputs)` and gives the outputs their history.
+pub(crate) fn record_node(
+    name: Cow<'static, str>,
+    inputs: &[&Tensor],
+    outputs: &[&Tensor],
+    formula: Box<dyn Backward>,
+    saves: Vec<Save>,
+) -> Arc<Node> {
+    let node = build_node(name, inputs, outputs, formula, saves);
+    for (i, o) in outputs.iter().enumerate() {
+        o.set_history(node.clone(), i);
+    }
+    node
+}
+
+/// Builds the node for `outputs = op(inputs)` without touching the outputs.
+pub(crate) fn build_node(
+    name: Cow<'static, str>,
+    inputs: &[&Tensor],
+    outputs: &[&Tensor],
+    formula: Box<dyn Backward>,
+    saves: Vec<Save>,
+) -> Arc<Node> {
+    let edges = inputs.iter().map(|t| gradient_edge(t)).collect();
+    let input_meta = inputs.iter().map(|t| Some(TensorMeta::of(t))).collect();
+    let output_meta = outputs.iter().map(|t| TensorMeta::of(t)).collect();
+    Arc::new_cyclic(|weak| {
+        let saved = saves
+            .into_iter()
+            .map(|s| match s {
+                Save::Input(t) => SavedTensor::input(&t),
+                Save::Output(i) => SavedTensor::output(outputs[i], weak.clone(), i),
+            })
+            .collect();
+        Node::new(name, edges, input_meta, output_meta, saved, formula)
+    })
+}

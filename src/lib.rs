@@ -1,0 +1,35 @@
+//! tapegrad: tensors on `ndarray`, a tape of backward nodes, and a scheduler that runs them, with
+//! saved-tensor version checks that name the in-place operation at fault.
+//!
+//! Vocabulary (the full essay is in `autograd/mod.rs`):
+//! - a **tensor** is a handle to a storage (one buffer, one version counter shared by all views),
+//!   a layout over it, and autograd metadata (`requires_grad`, `grad`, `grad_fn`);
+//! - a **node** is one backward function, reached along **edges** `(node, input_nr)`;
+//!   **AccumulateGrad** nodes are the sinks that write into leaves' `.grad`;
+//! - a **saved tensor** is a value a node keeps for its formula, version-checked when read back;
+//! - the **engine** runs nodes newest-first once all their incoming gradients have arrived.
+//!
+//! Table of contents:
+//! - [`tensor`]: storage, layout, dtype, the `Tensor` handle, factories, printing;
+//! - [`ops`]: forward kernels and their backward formulas, by family;
+//! - [`autograd`]: nodes, saved tensors, grad mode, the engine, custom operations, anomaly mode;
+//! - [`error`]: the one error enum;
+//! - `python` (feature `python`): the PyO3 bindings.
+
+#![warn(missing_docs)]
+
+pub mod autograd;
+pub mod error;
+pub mod ops;
+pub mod tensor;
+
+#[cfg(feature = "python")]
+mod python;
+
+pub use autograd::{
+    apply_custom, backward, grad, is_grad_enabled, set_grad_enabled, CustomOp, GradModeGuard,
+};
+pub use error::{Error, Result};
+pub use tensor::dtype::{DType, Scalar};
+pub use tensor::random::manual_seed;
+pub use tensor::Tensor;

@@ -1,0 +1,752 @@
+//! Element-wise operations (unary, binary with broadcasting, with a scalar, comparisons, clamp,
+//! where) with their backward formulas beside them. Formulas are written with tensor operations, so
+//! they are themselves recorded under `create_graph`.
+
+use ndarray::{IxDyn, Zip};
+use num_traits::{One, Zero};
+
+use super::kernel::{map, zip};
+use crate::autograd::node::{Backward, Node};
+use crate::autograd::record::{record, Save};
+use crate::error::{Error, Result};
+use crate::tensor::dtype::{DType, Scalar};
+use crate::tensor::element::{Element, Float};
+use crate::tensor::layout::broadcast_shapes;
+use crate::tensor::Tensor;
+use crate::{dispatch_all, dispatch_float};
+
+/// One-input float operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unary {
+    /// `-x`
+    Neg,
+    /// `e^x`
+    Exp,
+    /// natural log
+    Log,
+    /// square root
+    Sqrt,
+    /// sine
+    Sin,
+    /// cosine
+    Cos,
+    /// hyperbolic tangent
+    Tanh,
+    /// logistic sigmoid
+    Sigmoid,
+    /// `max(x, 0)`
+    Relu,
+    /// `|x|`
+    Abs,
+    /// -1, 0 or 1
+    Sign,
+}
+
+impl Unary {
+    fn node_name(self) -> &'static str {
+        match self {
+            Unary::Neg => "NegBackward",
+            Unary::Exp => "ExpBackward",
+            Unary::Log => "LogBackward",
+            Unary::Sqrt => "SqrtBackward",
+            Unary::Sin => "SinBackward",
+            Unary::Cos => "CosBackward",
+            Unary::Tanh => "TanhBackward",
+            Unary::Sigmoid => "SigmoidBackward",
+            Unary::Relu => "ReluBackward",
+            Unary::Abs => "AbsBackward",
+            Unary::Sign => "SignBackward",
+        }
+    }
+
+    fn kernel<T: Float>(self, t: &Tensor) -> Result<Tensor> {
+        let zero = T::zero();
+        let one = T::one();
+        match self {
+            Unary::Neg => map(t, |x: T| -x),
+            Unary::Exp => map(t, |x: T| x.exp()),
+            Unary::Log => map(t, |x: T| x.ln()),
+            Unary::Sqrt => map(t, |x: T| x.sqrt()),
+            Unary::Sin => map(t, |x: T| x.sin()),
+            Unary::Cos => map(t, |x: T| x.cos()),
+            Unary::Tanh => map(t, |x: T| x.tanh()),
+            Unary::Sigmoid => map(t, move |x: T| one / (one + (-x).exp())),
+            Unary::Relu => map(t, move |x: T| if x > zero { x } else { zero }),
+            Unary::Abs => map(t, |x: T| x.abs()),
+            Unary::Sign => map(t, move |x: T| {
+                if x > zero {
+                    one
+                } else if x < zero {
+                    -one
+                } else {
+                    zero
+                }
+            }),
+        }
+    }
+
+    fn saves(self) -> Vec<Save> {
+        match self {
+            Unary::Neg | Unary::Sign => vec![],
+            Unary::Exp | Unary::Sqrt | Unary::Tanh | Unary::Sigmoid | Unary::Relu => {
+                vec![Save::Output(0)]
+            }
+            Unary::Log | Unary::Sin | Unary::Cos | Unary::Abs => vec![],
+        }
+    }
+
+    fn saves_input(self) -> bool {
+        matches!(self, Unary::Log | Unary::Sin | Unary::Cos | Unary::Abs)
+    }
+}
+
+struct UnaryBackward(Unary);
+
+impl Backward for UnaryBackward {
+    fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = grads.into_iter().next().flatten() else {
+            return Ok(vec![None]);
+        };
+        let saved = node.unpack_saved()?;
+        let s = || saved[0].clone();
+        let gi = match self.0 {
+            Unary::Neg => g.neg()?,
+            Unary::Exp => g.mul(&s())?,
+            Unary::Log => g.div(&s())?,
+            Unary::Sqrt => g.div(&s().mul_scalar(2.0)?)?,
+            Unary::Sin => g.mul(&s().cos()?)?,
+            Unary::Cos => g.mul(&s().sin()?)?.neg()?,
+            Unary::Tanh => {
+                let y = s();
+                g.mul(&y.mul(&y)?.rsub_scalar(1.0)?)?
+            }
+            Unary::Sigmoid => {
+                let y = s();
+                g.mul(&y.mul(&y.rsub_scalar(1.0)?)?)?
+            }
+            Unary::Relu => g.mul(&s().detach().gt_scalar(0.0)?.to_dtype(g.dtype())?)?,
+            Unary::Abs => g.mul(&s().detach().sign()?)?,
+            Unary::Sign => g.mul_scalar(0.0)?,
+        };
+        Ok(vec![Some(gi)])
+    }
+}
+
+/// Two-input arithmetic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Binary {
+    /// `a + b`
+    Add,
+    /// `a - b`
+    Sub,
+    /// `a * b`
+    Mul,
+    /// `a / b` (true division)
+    Div,
+    /// `a ** b`
+    Pow,
+}
+
+impl Binary {
+    fn node_name(self) -> &'static str {
+        match self {
+            Binary::Add => "AddBackward",
+            Binary::Sub => "SubBackward",
+            Binary::Mul => "MulBackward",
+            Binary::Div => "DivBackward",
+            Binary::Pow => "PowBackward",
+        }
+    }
+
+    /// The dtype both operands are computed in.
+    fn compute_dtype(self, a: DType, b: DType) -> DType {
+        let d = a.promote(b);
+        match (self, d) {
+            (Binary::Div, DType::Int64 | DType::Bool) => DType::Float32,
+            (_, DType::Bool) => DType::Int64,
+            _ => d,
+        }
+    }
+
+    fn kernel(self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        match a.dtype() {
+            DType::Int64 => match self {
+                Binary::Add => zip(a, b, |x: i64, y: i64| x.wrapping_add(y)),
+                Binary::Sub => zip(a, b, |x: i64, y: i64| x.wrapping_sub(y)),
+                Binary::Mul => zip(a, b, |x: i64, y: i64| x.wrapping_mul(y)),
+                Binary::Pow => zip(a, b, |x: i64, y: i64| {
+                    if y < 0 {
+                        0
+                    } else {
+                        x.wrapping_pow(y.min(u32::MAX as i64) as u32)
+                    }
+                }),
+                Binary::Div => Err(Error::dtype("integer division goes through float32")),
+            },
+            dt => dispatch_float!(dt, "arithmetic", T => self.float_kernel::<T>(a, b)),
+        }
+    }
+
+    fn float_kernel<T: Float>(self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        match self {
+            Binary::Add => zip(a, b, |x: T, y: T| x + y),
+            Binary::Sub => zip(a, b, |x: T, y: T| x - y),
+            Binary::Mul => zip(a, b, |x: T, y: T| x * y),
+            Binary::Div => zip(a, b, |x: T, y: T| x / y),
+            Binary::Pow => zip(a, b, |x: T, y: T| x.powf(y)),
+        }
+    }
+}
+
+struct BinaryBackward(Binary);
+
+impl Backward for BinaryBackward {
+    fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = grads.into_iter().next().flatten() else {
+            return Ok(vec![None, None]);
+        };
+        let need = |i: usize| node.next_edges()[i].is_some();
+        let saved = node.unpack_saved()?;
+        let (ga, gb) = match self.0 {
+            Binary::Add => (Some(g.clone()), Some(g)),
+            Binary::Sub => (Some(g.clone()), if need(1) { Some(g.neg()?) } else { None }),
+            Binary::Mul => {
+                let (a, b) = (&saved[0], &saved[1]);
+                (
+                    if need(0) { Some(g.mul(b)?) } else { None },
+                    if need(1) { Some(g.mul(a)?) } else { None },
+                )
+            }
+            Binary::Div => {
+                let (a, b) = (&saved[0], &saved[1]);
+                (
+                    if need(0) { Some(g.div(b)?) } else { None },
+                    if need(1) {
+                        Some(g.mul(a)?.div(&b.mul(b)?)?.neg()?)
+                    } else {
+                        None
+                    },
+                )
+            }
+            Binary::Pow => {
+                let (a, b, out) = (&saved[0], &saved[1], &saved[2]);
+                let ga = if need(0) {
+                    Some(g.mul(b)?.mul(&a.pow(&b.sub_scalar(1.0)?)?)?)
+                } else {
+                    None
+                };
+                let gb = if need(1) {
+                    // d/db a^b = a^b ln a, taken as 0 where a == 0 (the limit for b > 0).
+                    let zero = a.detach().eq_scalar(0.0)?;
+                    let safe_a = a.where_scalar_other(&zero.logical_not()?, 1.0)?;
+                    Some(g.mul(out)?.mul(&safe_a.log()?)?)
+                } else {
+                    None
+                };
+                (ga, gb)
+            }
+        };
+        Ok(vec![ga, gb])
+    }
+}
+
+/// Arithmetic with a Python-style scalar on one side.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ScalarOp {
+    /// `x + s`
+    Add,
+    /// `x - s`
+    Sub,
+    /// `s - x`
+    RSub,
+    /// `x * s`
+    Mul,
+    /// `x / s`
+    Div,
+    /// `s / x`
+    RDiv,
+    /// `x ** s`
+    Pow,
+    /// `s ** x`
+    RPow,
+}
+
+impl ScalarOp {
+    fn node_name(self) -> &'static str {
+        match self {
+            ScalarOp::Add => "AddBackward",
+            ScalarOp::Sub => "SubBackward",
+            ScalarOp::RSub => "RsubBackward",
+            ScalarOp::Mul => "MulBackward",
+            ScalarOp::Div | ScalarOp::RDiv => "DivBackward",
+            ScalarOp::Pow | ScalarOp::RPow => "PowBackward",
+        }
+    }
+
+    fn compute_dtype(self, s: Scalar, t: DType) -> DType {
+        let d = s.result_dtype_with(t);
+        match (self, d) {
+            (ScalarOp::Div | ScalarOp::RDiv, DType::Int64 | DType::Bool) => DType::Float32,
+            (ScalarOp::Pow | ScalarOp::RPow, DType::Int64)
+                if s.as_f64() < 0.0 || s.as_f64().fract() != 0.0 =>
+            {
+                DType::Float32
+            }
+            (_, DType::Bool) => DType::Int64,
+            _ => d,
+        }
+    }
+
+    fn kernel(self, x: &Tensor, s: Scalar) -> Result<Tensor> {
+        match x.dtype() {
+            DType::Int64 => {
+                let v = s.as_f64() as i64;
+                match self {
+                    ScalarOp::Add => map(x, move |a: i64| a.wrapping_add(v)),
+                    ScalarOp::Sub => map(x, move |a: i64| a.wrapping_sub(v)),
+                    ScalarOp::RSub => map(x, move |a: i64| v.wrapping_sub(a)),
+                    ScalarOp::Mul => map(x, move |a: i64| a.wrapping_mul(v)),
+                    ScalarOp::Pow => map(x, move |a: i64| a.wrapping_pow(v as u32)),
+                    ScalarOp::RPow => map(
+                        x,
+                        move |a: i64| if a < 0 { 0 } else { v.wrapping_pow(a as u32) },
+                    ),
+                    ScalarOp::Div | ScalarOp::RDiv => {
+                        Err(Error::dtype("integer division goes through float32"))
+                    }
+                }
+            }
+            dt => dispatch_float!(dt, "arithmetic", T => {
+                let v = T::from_f64(s.as_f64());
+                match self {
+                    ScalarOp::Add => map(x, move |a: T| a + v),
+                    ScalarOp::Sub => map(x, move |a: T| a - v),
+                    ScalarOp::RSub => map(x, move |a: T| v - a),
+                    ScalarOp::Mul => map(x, move |a: T| a * v),
+                    ScalarOp::Div => map(x, move |a: T| a / v),
+                    ScalarOp::RDiv => map(x, move |a: T| v / a),
+                    ScalarOp::Pow => {
+                        if s.as_f64() == 2.0 { map(x, |a: T| a * a) } else { map(x, move |a: T| a.powf(v)) }
+                    }
+                    ScalarOp::RPow => map(x, move |a: T| v.powf(a)),
+                }
+            }),
+        }
+    }
+}
+
+struct ScalarBackward {
+    op: ScalarOp,
+    s: f64,
+}
+
+impl Backward for ScalarBackward {
+    fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = grads.into_iter().next().flatten() else {
+            return Ok(vec![None]);
+        };
+        let s = self.s;
+        let gi = match self.op {
+            ScalarOp::Add | ScalarOp::Sub => g,
+            ScalarOp::RSub => g.neg()?,
+            ScalarOp::Mul => g.mul_scalar(s)?,
+            ScalarOp::Div => g.div_scalar(s)?,
+            ScalarOp::RDiv => {
+                let x = &node.unpack_saved()?[0];
+                g.mul(&x.pow_scalar(-2.0)?)?.mul_scalar(-s)?
+            }
+            ScalarOp::Pow => {
+                if s == 0.0 {
+                    g.mul_scalar(0.0)?
+                } else {
+                    let x = &node.unpack_saved()?[0];
+                    g.mul(&x.pow_scalar(s - 1.0)?)?.mul_scalar(s)?
+                }
+            }
+            ScalarOp::RPow => {
+                let out = &node.unpack_saved()?[0];
+                g.mul(out)?.mul_scalar(s.ln())?
+            }
+        };
+        Ok(vec![Some(gi)])
+    }
+}
+
+/// Comparisons, giving bool tensors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmp {
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+}
+
+impl Cmp {
+    fn test<T: PartialOrd>(self, a: T, b: T) -> bool {
+        match self {
+            Cmp::Lt => a < b,
+            Cmp::Le => a <= b,
+            Cmp::Gt => a > b,
+            Cmp::Ge => a >= b,
+            Cmp::Eq => a == b,
+            Cmp::Ne => a != b,
+        }
+    }
+}
+
+struct ClampBackward {
+    min: Option<f64>,
+    max: Option<f64>,
+}
+
+impl Backward for ClampBackward {
+    fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = grads.into_iter().next().flatten() else {
+            return Ok(vec![None]);
+        };
+        let x = node.unpack_saved()?[0].detach();
+        let (lo, hi) = (
+            self.min.unwrap_or(f64::NEG_INFINITY),
+            self.max.unwrap_or(f64::INFINITY),
+        );
+        let mask = dispatch_float!(x.dtype(), "clamp", T => map(&x, move |v: T| {
+            let v = v.to_f64();
+            if v >= lo && v <= hi { T::one() } else { T::zero() }
+        })?);
+        Ok(vec![Some(g.mul(&mask)?)])
+    }
+}
+
+struct WhereBackward;
+
+impl Backward for WhereBackward {
+    fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = grads.into_iter().next().flatten() else {
+            return Ok(vec![None, None]);
+        };
+        let cond = &node.unpack_saved()?[0];
+        let zero = Tensor::scalar_tensor(Scalar::Float(0.0), g.dtype())?;
+        let need = |i: usize| node.next_edges()[i].is_some();
+        Ok(vec![
+            if need(0) {
+                Some(Tensor::where_(cond, &g, &zero)?)
+            } else {
+                None
+            },
+            if need(1) {
+                Some(Tensor::where_(cond, &zero, &g)?)
+            } else {
+                None
+            },
+        ])
+    }
+}
+
+impl Tensor {
+    /// Applies a one-input float operation (integers accepted for neg, abs, sign, relu).
+    pub fn unary(&self, op: Unary) -> Result<Tensor> {
+        if self.dtype() == DType::Int64 {
+            let out = match op {
+                Unary::Neg => map(self, |x: i64| x.wrapping_neg())?,
+                Unary::Abs => map(self, |x: i64| x.wrapping_abs())?,
+                Unary::Sign => map(self, |x: i64| x.signum())?,
+                Unary::Relu => map(self, |x: i64| x.max(0))?,
+                _ => return self.to_dtype(DType::Float32)?.unary(op),
+            };
+            return Ok(out);
+        }
+        if self.dtype() == DType::Bool {
+            return self
+                .to_dtype(
+                    if matches!(op, Unary::Neg | Unary::Abs | Unary::Sign | Unary::Relu) {
+                        DType::Int64
+                    } else {
+                        DType::Float32
+                    },
+                )?
+                .unary(op);
+        }
+        let out = dispatch_float!(self.dtype(), op.node_name(), T => op.kernel::<T>(self)?);
+        record(op.node_name(), &[self], &[&out], || {
+            let mut saves = op.saves();
+            if op.saves_input() {
+                saves.push(Save::Input(self.clone()));
+            }
+            (UnaryBackward(op), saves)
+        });
+        Ok(out)
+    }
+
+    /// `-x`
+    pub fn neg(&self) -> Result<Tensor> {
+        self.unary(Unary::Neg)
+    }
+    /// `e^x`
+    pub fn exp(&self) -> Result<Tensor> {
+        self.unary(Unary::Exp)
+    }
+    /// natural logarithm
+    pub fn log(&self) -> Result<Tensor> {
+        self.unary(Unary::Log)
+    }
+    /// square root
+    pub fn sqrt(&self) -> Result<Tensor> {
+        self.unary(Unary::Sqrt)
+    }
+    /// sine
+    pub fn sin(&self) -> Result<Tensor> {
+        self.unary(Unary::Sin)
+    }
+    /// cosine
+    pub fn cos(&self) -> Result<Tensor> {
+        self.unary(Unary::Cos)
+    }
+    /// hyperbolic tangent
+    pub fn tanh(&self) -> Result<Tensor> {
+        self.unary(Unary::Tanh)
+    }
+    /// logistic sigmoid
+    pub fn sigmoid(&self) -> Result<Tensor> {
+        self.unary(Unary::Sigmoid)
+    }
+    /// `max(x, 0)`
+    pub fn relu(&self) -> Result<Tensor> {
+        self.unary(Unary::Relu)
+    }
+    /// `|x|`
+    pub fn abs(&self) -> Result<Tensor> {
+        self.unary(Unary::Abs)
+    }
+    /// -1, 0 or 1
+    pub fn sign(&self) -> Result<Tensor> {
+        self.unary(Unary::Sign)
+    }
+
+    /// Two-tensor arithmetic with broadcasting and dtype promotion.
+    pub fn binary(&self, other: &Tensor, op: Binary) -> Result<Tensor> {
+        let dt = op.compute_dtype(self.dtype(), other.dtype());
+        let a = self.to_dtype(dt)?;
+        let b = other.to_dtype(dt)?;
+        let out = op.kernel(&a, &b)?;
+        record(op.node_name(), &[&a, &b], &[&out], || {
+            let saves = match op {
+                Binary::Add | Binary::Sub => vec![],
+                Binary::Mul | Binary::Div => vec![Save::Input(a.clone()), Save::Input(b.clone())],
+                Binary::Pow => vec![
+                    Save::Input(a.clone()),
+                    Save::Input(b.clone()),
+                    Save::Output(0),
+                ],
+            };
+            (BinaryBackward(op), saves)
+        });
+        Ok(out)
+    }
+
+    /// `a + b`
+    pub fn add(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary(other, Binary::Add)
+    }
+    /// `a - b`
+    pub fn sub(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary(other, Binary::Sub)
+    }
+    /// `a * b`
+    pub fn mul(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary(other, Binary::Mul)
+    }
+    /// `a / b`
+    pub fn div(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary(other, Binary::Div)
+    }
+    /// `a ** b`
+    pub fn pow(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary(other, Binary::Pow)
+    }
+
+    /// Arithmetic with a scalar.
+    pub fn scalar_op(&self, s: impl Into<Scalar>, op: ScalarOp) -> Result<Tensor> {
+        let s = s.into();
+        let dt = op.compute_dtype(s, self.dtype());
+        let x = self.to_dtype(dt)?;
+        let out = op.kernel(&x, s)?;
+        record(op.node_name(), &[&x], &[&out], || {
+            let saves = match op {
+                ScalarOp::RDiv | ScalarOp::Pow => vec![Save::Input(x.clone())],
+                ScalarOp::RPow => vec![Save::Output(0)],
+                _ => vec![],
+            };
+            (ScalarBackward { op, s: s.as_f64() }, saves)
+        });
+        Ok(out)
+    }
+
+    /// `x + s`
+    pub fn add_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
+        self.scalar_op(s, ScalarOp::Add)
+    }
+    /// `x - s`
+    pub fn sub_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
+        self.scalar_op(s, ScalarOp::Sub)
+    }
+    /// `s - x`
+    pub fn rsub_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
+        self.scalar_op(s, ScalarOp::RSub)
+    }
+    /// `x * s`
+    pub fn mul_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
+        self.scalar_op(s, ScalarOp::Mul)
+    }
+    /// `x / s`
+    pub fn div_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
+        self.scalar_op(s, ScalarOp::Div)
+    }
+    /// `s / x`
+    pub fn rdiv_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
+        self.scalar_op(s, ScalarOp::RDiv)
+    }
+    /// `x ** s`
+    pub fn pow_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
+        self.scalar_op(s, ScalarOp::Pow)
+    }
+    /// `s ** x`
+    pub fn rpow_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
+        self.scalar_op(s, ScalarOp::RPow)
+    }
+
+    /// Element-wise comparison with broadcasting, giving a bool tensor.
+    pub fn compare(&self, other: &Tensor, op: Cmp) -> Result<Tensor> {
+        let dt = self.dtype().promote(other.dtype());
+        let a = self.detach().to_dtype(dt)?;
+        let b = other.detach().to_dtype(dt)?;
+        dispatch_all!(dt, T => zip(&a, &b, move |x: T, y: T| op.test(x, y)))
+    }
+
+    /// Element-wise comparison with a scalar.
+    pub fn compare_scalar(&self, s: impl Into<Scalar>, op: Cmp) -> Result<Tensor> {
+        let s = s.into();
+        let dt = s
+            .result_dtype_with(self.dtype())
+            .promote(if let Scalar::Int(_) = s {
+                DType::Int64
+            } else {
+                DType::Bool
+            });
+        let dt = if self.dtype().is_float() {
+            self.dtype()
+        } else {
+            dt
+        };
+        let x = self.detach().to_dtype(dt)?;
+        dispatch_all!(dt, T => {
+            let v: T = match s {
+                Scalar::Int(i) => T::from_i64(i),
+                other => T::from_f64(other.as_f64()),
+            };
+            map(&x, move |a: T| op.test(a, v))
+        })
+    }
+
+    /// `x > s`
+    pub fn gt_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
+        self.compare_scalar(s, Cmp::Gt)
+    }
+    /// `x < s`
+    pub fn lt_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
+        self.compare_scalar(s, Cmp::Lt)
+    }
+    /// `x == s`
+    pub fn eq_scalar(&self, s: impl Into<Scalar>) -> Result<Tensor> {
+        self.compare_scalar(s, Cmp::Eq)
+    }
+
+    /// Logical not of a bool tensor (of `x != 0` otherwise).
+    pub fn logical_not(&self) -> Result<Tensor> {
+        let b = self.to_bool()?;
+        map(&b, |x: bool| !x)
+    }
+
+    /// Logical and / or / xor of two tensors taken as bools.
+    pub fn logical(&self, other: &Tensor, op: char) -> Result<Tensor> {
+        let (a, b) = (self.to_bool()?, other.to_bool()?);
+        match op {
+            '&' => zip(&a, &b, |x: bool, y: bool| x & y),
+            '|' => zip(&a, &b, |x: bool, y: bool| x | y),
+            '^' => zip(&a, &b, |x: bool, y: bool| x ^ y),
+            _ => Err(Error::value(format!("unknown logical operation {op}"))),
+        }
+    }
+
+    fn to_bool(&self) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            Ok(self.detach())
+        } else {
+            self.detach().to_dtype(DType::Bool)
+        }
+    }
+
+    /// Limits every element to `[min, max]`; either bound may be absent.
+    pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+        if min.is_none() && max.is_none() {
+            return Err(Error::value(
+                "torch.clamp: At least one of 'min' or 'max' must not be None",
+            ));
+        }
+        let (lo, hi) = (
+            min.unwrap_or(f64::NEG_INFINITY),
+            max.unwrap_or(f64::INFINITY),
+        );
+        let out = match self.dtype() {
+            DType::Int64 => {
+                let (lo, hi) = (
+                    min.map(|v| v.ceil() as i64).unwrap_or(i64::MIN),
+                    max.map(|v| v.floor() as i64).unwrap_or(i64::MAX),
+                );
+                map(self, move |x: i64| x.max(lo).min(hi))?
+            }
+            dt => dispatch_float!(dt, "clamp", T => {
+                let (l, h) = (T::from_f64(lo), T::from_f64(hi));
+                map(self, move |x: T| if x < l { l } else if x > h { h } else { x })?
+            }),
+        };
+        record("ClampBackward", &[self], &[&out], || {
+            (ClampBackward { min, max }, vec![Save::Input(self.clone())])
+        });
+        Ok(out)
+    }
+
+    /// `cond ? a : b`, element-wise with broadcasting.
+    pub fn where_(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        let dt = a.dtype().promote(b.dtype());
+        let (a, b) = (a.to_dtype(dt)?, b.to_dtype(dt)?);
+        let c = cond.to_bool()?;
+        let shape = broadcast_shapes(&broadcast_shapes(c.shape(), a.shape())?, b.shape())?;
+        let out = dispatch_all!(dt, T => c.with_view(|vc: ndarray::ArrayViewD<bool>| {
+            a.with_view(|va: ndarray::ArrayViewD<T>| {
+                b.with_view(|vb: ndarray::ArrayViewD<T>| {
+                    let sh = IxDyn(&shape);
+                    let (vc, va, vb) = (vc.broadcast(sh.clone()).unwrap(), va.broadcast(sh.clone()).unwrap(), vb.broadcast(sh).unwrap());
+                    Tensor::from_array(Zip::from(&vc).and(&va).and(&vb).map_collect(|&c, &x, &y| if c { x } else { y }))
+                })
+            })
+        })???);
+        record("WhereBackward", &[&a, &b], &[&out], || {
+            (WhereBackward, vec![Save::Input(c.clone())])
+        });
+        Ok(out)
+    }
+
+    /// `cond ? self : s`.
+    pub fn where_scalar_other(&self, cond: &Tensor, s: f64) -> Result<Tensor> {
+        let other = Tensor::scalar_tensor(Scalar::Float(s), self.dtype())?;
+        Tensor::where_(cond, self, &other)
+    }
+}

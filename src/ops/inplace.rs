@@ -1,0 +1,185 @@
+//! In-place operations. Every one computes its new value out of place (so it is recorded like any
+//! operation), writes it through the tensor's layout, bumps the storage's version counter with its
+//! own name, and, when recording, gives the tensor the new value's history ("rebase").
+//!
+//! NOTE [In-place on views]: when the written tensor is a view of a base whose history matters,
+//! the base must be rebased too (PyTorch's CopySlices). Until that lands, such a write under grad
+//! mode is refused with a clear error rather than silently giving a wrong gradient.
+
+use std::borrow::Cow;
+
+use super::index::IndexItem;
+use crate::autograd::anomaly;
+use crate::autograd::grad_mode::is_grad_enabled;
+use crate::error::{Error, Result};
+use crate::tensor::dtype::Scalar;
+use crate::tensor::layout::fmt_shape;
+use crate::tensor::Tensor;
+
+impl Tensor {
+    /// Refuses in-place writes that would corrupt autograd state.
+    fn check_inplace(&self, op: &str) -> Result<()> {
+        if is_grad_enabled() {
+            if self.is_leaf() && self.requires_grad() {
+                return Err(Error::autograd(format!(
+                    "a leaf tensor that requires grad is being used in an in-place operation ({op}). \
+                     Wrap the update in `with tapegrad.no_grad():`, or work on a copy (`.clone()`)."
+                )));
+            }
+            if let Some(base) = self.base() {
+                if base.is_leaf() && base.requires_grad() {
+                    return Err(Error::autograd(format!(
+                        "a view of a leaf tensor that requires grad is being used in an in-place \
+                         operation ({op})."
+                    )));
+                }
+            }
+        }
+        if self.layout().has_internal_overlap() {
+            return Err(Error::autograd(format!(
+                "{op}: unsupported operation: more than one element of the written-to tensor refers to \
+                 a single memory location (it is an expanded view). Please clone() the tensor first."
+            )));
+        }
+        Ok(())
+    }
+
+    /// Runs `compute(old value)` and stores the result in this tensor (see the module note).
+    pub fn apply_inplace(
+        &self,
+        op: &'static str,
+        compute: impl FnOnce(&Tensor) -> Result<Tensor>,
+    ) -> Result<()> {
+        self.check_inplace(op)?;
+        let recording = is_grad_enabled();
+        // When recording, the old value is copied so that the new node does not save memory that
+        // this very write is about to change.
+        let old = if recording && self.requires_grad() {
+            self.clone_tensor()?
+        } else {
+            self.detach()
+        };
+        let new = compute(&old)?;
+        if new.shape() != self.shape()
+            && crate::tensor::layout::broadcast_shapes(new.shape(), self.shape())? != self.shape()
+        {
+            return Err(Error::shape(format!(
+                "{op}: output with shape {} doesn't match the broadcast shape {}",
+                fmt_shape(self.shape()),
+                fmt_shape(new.shape())
+            )));
+        }
+        if new.dtype().is_float() && !self.dtype().is_float() {
+            return Err(Error::dtype(format!(
+                "{op}: result type {} can't be cast to the desired output type {}",
+                new.dtype(),
+                self.dtype()
+            )));
+        }
+        let rebase = recording && new.requires_grad();
+        if rebase && self.base().is_some_and(|b| b.requires_grad()) {
+            return Err(Error::autograd(format!(
+                "{op}: in-place operations on a view of a tensor that requires grad are not supported \
+                 yet; apply the operation out of place (see NOTE [In-place on views])."
+            )));
+        }
+        super::kernel::write_into(self, &new)?;
+        self.storage()
+            .bump_version(Cow::Borrowed(op), anomaly::current_location());
+        if rebase {
+            let new = if new.shape() != self.shape() {
+                new.expand(self.shape())?
+            } else {
+                new
+            };
+            let new = if new.dtype() != self.dtype() {
+                new.to_dtype(self.dtype())?
+            } else {
+                new
+            };
+            if let Some(f) = new.grad_fn() {
+                self.set_history(f, new.output_nr());
+            }
+        }
+        Ok(())
+    }
+
+    /// `self += other`
+    pub fn add_(&self, other: &Tensor) -> Result<()> {
+        self.apply_inplace("add_", |s| s.add(other))
+    }
+    /// `self -= other`
+    pub fn sub_(&self, other: &Tensor) -> Result<()> {
+        self.apply_inplace("sub_", |s| s.sub(other))
+    }
+    /// `self *= other`
+    pub fn mul_(&self, other: &Tensor) -> Result<()> {
+        self.apply_inplace("mul_", |s| s.mul(other))
+    }
+    /// `self /= other`
+    pub fn div_(&self, other: &Tensor) -> Result<()> {
+        self.apply_inplace("div_", |s| s.div(other))
+    }
+    /// `self += s`
+    pub fn add_scalar_(&self, s: impl Into<Scalar>) -> Result<()> {
+        let s = s.into();
+        self.apply_inplace("add_", |x| x.add_scalar(s))
+    }
+    /// `self -= s`
+    pub fn sub_scalar_(&self, s: impl Into<Scalar>) -> Result<()> {
+        let s = s.into();
+        self.apply_inplace("sub_", |x| x.sub_scalar(s))
+    }
+    /// `self *= s`
+    pub fn mul_scalar_(&self, s: impl Into<Scalar>) -> Result<()> {
+        let s = s.into();
+        self.apply_inplace("mul_", |x| x.mul_scalar(s))
+    }
+    /// `self /= s`
+    pub fn div_scalar_(&self, s: impl Into<Scalar>) -> Result<()> {
+        let s = s.into();
+        self.apply_inplace("div_", |x| x.div_scalar(s))
+    }
+    /// Sets every element to `s`.
+    pub fn fill_(&self, s: impl Into<Scalar>) -> Result<()> {
+        let s = s.into();
+        self.apply_inplace("fill_", |x| Tensor::full(x.shape(), s, x.dtype()))
+    }
+    /// Sets every element to zero.
+    pub fn zero_(&self) -> Result<()> {
+        self.apply_inplace("zero_", |x| Tensor::zeros(x.shape(), x.dtype()))
+    }
+    /// Clamps in place.
+    pub fn clamp_(&self, min: Option<f64>, max: Option<f64>) -> Result<()> {
+        self.apply_inplace("clamp_", |x| x.clamp(min, max))
+    }
+    /// Copies `src` (broadcast, cast) into this tensor.
+    pub fn copy_(&self, src: &Tensor) -> Result<()> {
+        let dtype = self.dtype();
+        self.apply_inplace("copy_", |x| src.expand(x.shape())?.to_dtype(dtype))
+    }
+    /// `self[items] = value`.
+    pub fn index_put_(&self, items: &[IndexItem], value: &Tensor) -> Result<()> {
+        self.apply_inplace("index_put_", |x| x.index_put_value(items, value))
+    }
+    /// `self[mask] = s`.
+    pub fn masked_fill_(&self, mask: &Tensor, s: impl Into<Scalar>) -> Result<()> {
+        let v = Tensor::scalar_tensor(s.into(), self.dtype())?;
+        self.apply_inplace("masked_fill_", |x| {
+            x.index_put_value(&[IndexItem::Mask(mask.clone())], &v)
+        })
+    }
+
+    /// Adds `other` into this tensor's memory with no autograd checks or recording (gradient
+    /// accumulation, which owns the tensor it writes).
+    pub(crate) fn add_inplace_unchecked(&self, other: &Tensor) -> Result<()> {
+        let sum = {
+            let _off = crate::autograd::GradModeGuard::no_grad();
+            self.add(other)?
+        };
+        super::kernel::write_into(self, &sum)?;
+        self.storage()
+            .bump_version(Cow::Borrowed("add_ (gradient accumulation)"), None);
+        Ok(())
+    }
+}

@@ -1,0 +1,256 @@
+//! Matrix products. The kernel is the `gemm` crate (pure Rust, SIMD, multi-threaded through rayon
+//! above a size threshold), called on strided views directly: a transposed operand costs no copy.
+
+use crate::autograd::node::{Backward, Node};
+use crate::autograd::record::{record, Save};
+use crate::dispatch_float;
+use crate::error::{Error, Result};
+use crate::tensor::element::Float;
+use crate::tensor::layout::{broadcast_shapes, fmt_shape};
+use crate::tensor::Tensor;
+
+/// Work (m·n·k) above which the multiply uses every core.
+const PARALLEL_THRESHOLD: usize = 48 * 48 * 48;
+
+/// `out[b] = a[b] @ b[b]` for `batch` matrices at the given element offsets and strides.
+#[allow(clippy::too_many_arguments)]
+fn gemm_batched<T: Float>(
+    a: &Tensor,
+    b: &Tensor,
+    batch: usize,
+    m: usize,
+    k: usize,
+    n: usize,
+) -> Result<Tensor> {
+    let mut out = vec![T::zero(); batch * m * n];
+    if m * n == 0 {
+        return Tensor::from_vec(out, &out_shape(a.ndim(), batch, m, n));
+    }
+    let (a3, b3) = (a.ndim() == 3, b.ndim() == 3);
+    let (ars, acs) = (
+        a.strides()[a.ndim() - 2] as isize,
+        a.strides()[a.ndim() - 1] as isize,
+    );
+    let (brs, bcs) = (
+        b.strides()[b.ndim() - 2] as isize,
+        b.strides()[b.ndim() - 1] as isize,
+    );
+    let ga = a.storage().read();
+    let gb = b.storage().read();
+    let sa = T::slice(&ga).ok_or_else(|| Error::dtype("mm: dtype mismatch"))?;
+    let sb = T::slice(&gb).ok_or_else(|| Error::dtype("mm: dtype mismatch"))?;
+    if (a.numel() > 0 && a.layout().storage_extent() > sa.len())
+        || (b.numel() > 0 && b.layout().storage_extent() > sb.len())
+    {
+        return Err(Error::index(
+            "mm: layout reaches past the end of its storage",
+        ));
+    }
+    let par = if m * n * k >= PARALLEL_THRESHOLD {
+        gemm::Parallelism::Rayon(0)
+    } else {
+        gemm::Parallelism::None
+    };
+    for i in 0..batch {
+        let aoff = a.layout().offset + if a3 { i * a.strides()[0] } else { 0 };
+        let boff = b.layout().offset + if b3 { i * b.strides()[0] } else { 0 };
+        let dst = &mut out[i * m * n..(i + 1) * m * n];
+        if k == 0 {
+            continue;
+        }
+        // SAFETY: offsets and strides come from layouts whose extents were checked against the
+        // storages above; `dst` is a fresh, exclusive m×n row-major block.
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                dst.as_mut_ptr(),
+                1,
+                n as isize,
+                false,
+                sa.as_ptr().add(aoff),
+                acs,
+                ars,
+                sb.as_ptr().add(boff),
+                bcs,
+                brs,
+                T::zero(),
+                T::one(),
+                false,
+                false,
+                false,
+                par,
+            );
+        }
+    }
+    Tensor::from_vec(out, &out_shape(a.ndim(), batch, m, n))
+}
+
+fn out_shape(ndim: usize, batch: usize, m: usize, n: usize) -> Vec<usize> {
+    if ndim == 3 {
+        vec![batch, m, n]
+    } else {
+        vec![m, n]
+    }
+}
+
+struct MmBackward;
+
+impl Backward for MmBackward {
+    fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = grads.into_iter().next().flatten() else {
+            return Ok(vec![None, None]);
+        };
+        let saved = node.unpack_saved()?;
+        let (a, b) = (&saved[0], &saved[1]);
+        let need = |i: usize| node.next_edges()[i].is_some();
+        Ok(vec![
+            if need(0) { Some(g.mm(&b.t()?)?) } else { None },
+            if need(1) { Some(a.t()?.mm(&g)?) } else { None },
+        ])
+    }
+}
+
+struct BmmBackward;
+
+impl Backward for BmmBackward {
+    fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = grads.into_iter().next().flatten() else {
+            return Ok(vec![None, None]);
+        };
+        let saved = node.unpack_saved()?;
+        let (a, b) = (&saved[0], &saved[1]);
+        let need = |i: usize| node.next_edges()[i].is_some();
+        Ok(vec![
+            if need(0) {
+                Some(g.bmm(&b.transpose(1, 2)?)?)
+            } else {
+                None
+            },
+            if need(1) {
+                Some(a.transpose(1, 2)?.bmm(&g)?)
+            } else {
+                None
+            },
+        ])
+    }
+}
+
+impl Tensor {
+    /// Matrix product of two 2-D tensors.
+    pub fn mm(&self, other: &Tensor) -> Result<Tensor> {
+        if self.ndim() != 2 || other.ndim() != 2 {
+            return Err(Error::shape(format!(
+                "mm: both arguments must be 2-D matrices, got shapes {} and {}",
+                fmt_shape(self.shape()),
+                fmt_shape(other.shape())
+            )));
+        }
+        let (m, k) = (self.shape()[0], self.shape()[1]);
+        let (k2, n) = (other.shape()[0], other.shape()[1]);
+        if k != k2 {
+            return Err(Error::shape(format!(
+                "mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {k2}x{n})"
+            )));
+        }
+        let dt = self.dtype().promote(other.dtype());
+        let (a, b) = (self.to_dtype(dt)?, other.to_dtype(dt)?);
+        let out = dispatch_float!(dt, "mm", T => gemm_batched::<T>(&a, &b, 1, m, k, n)?);
+        record("MmBackward", &[&a, &b], &[&out], || {
+            (
+                MmBackward,
+                vec![Save::Input(a.clone()), Save::Input(b.clone())],
+            )
+        });
+        Ok(out)
+    }
+
+    /// Batched matrix product of two 3-D tensors with equal batch sizes.
+    pub fn bmm(&self, other: &Tensor) -> Result<Tensor> {
+        if self.ndim() != 3
+            || other.ndim() != 3
+            || self.shape()[0] != other.shape()[0]
+            || self.shape()[2] != other.shape()[1]
+        {
+            return Err(Error::shape(format!(
+                "bmm: expected [b, n, k] and [b, k, m] tensors, got shapes {} and {}",
+                fmt_shape(self.shape()),
+                fmt_shape(other.shape())
+            )));
+        }
+        let (batch, m, k, n) = (
+            self.shape()[0],
+            self.shape()[1],
+            self.shape()[2],
+            other.shape()[2],
+        );
+        let dt = self.dtype().promote(other.dtype());
+        let (a, b) = (self.to_dtype(dt)?, other.to_dtype(dt)?);
+        let out = dispatch_float!(dt, "bmm", T => gemm_batched::<T>(&a, &b, batch, m, k, n)?);
+        record("BmmBackward", &[&a, &b], &[&out], || {
+            (
+                BmmBackward,
+                vec![Save::Input(a.clone()), Save::Input(b.clone())],
+            )
+        });
+        Ok(out)
+    }
+
+    /// NumPy `matmul`: vectors, matrices and broadcast batches of matrices.
+    pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
+        let (da, db) = (self.ndim(), other.ndim());
+        let mismatch = || {
+            Error::shape(format!(
+                "matmul: shapes {} and {} cannot be multiplied",
+                fmt_shape(self.shape()),
+                fmt_shape(other.shape())
+            ))
+        };
+        match (da, db) {
+            (0, _) | (_, 0) => Err(Error::shape(
+                "both arguments to matmul need to be at least 1D",
+            )),
+            (1, 1) => {
+                if self.shape() != other.shape() {
+                    return Err(mismatch());
+                }
+                self.mul(other)?.sum(None, false)
+            }
+            (2, 2) => self.mm(other),
+            (1, _) => self.unsqueeze(0)?.matmul(other)?.squeeze_dim(-2),
+            (_, 1) => self.matmul(&other.unsqueeze(1)?)?.squeeze_dim(-1),
+            _ => {
+                let (n, k) = (self.shape()[da - 2], self.shape()[da - 1]);
+                let (k2, m) = (other.shape()[db - 2], other.shape()[db - 1]);
+                if k != k2 {
+                    return Err(mismatch());
+                }
+                if db == 2 {
+                    // [..., n, k] @ [k, m]: one large multiply over the flattened batch.
+                    let flat = self.reshape(&[-1, k as isize])?.mm(other)?;
+                    let mut shape: Vec<isize> =
+                        self.shape()[..da - 1].iter().map(|&d| d as isize).collect();
+                    shape.push(m as isize);
+                    return flat.reshape(&shape);
+                }
+                let batch = broadcast_shapes(&self.shape()[..da - 2], &other.shape()[..db - 2])
+                    .map_err(|_| mismatch())?;
+                let bsz: usize = batch.iter().product();
+                let mut sa = batch.clone();
+                sa.extend([n, k]);
+                let mut sb = batch.clone();
+                sb.extend([k, m]);
+                let a3 = self
+                    .expand(&sa)?
+                    .reshape(&[bsz as isize, n as isize, k as isize])?;
+                let b3 = other
+                    .expand(&sb)?
+                    .reshape(&[bsz as isize, k as isize, m as isize])?;
+                let mut so: Vec<isize> = batch.iter().map(|&d| d as isize).collect();
+                so.extend([n as isize, m as isize]);
+                a3.bmm(&b3)?.reshape(&so)
+            }
+        }
+    }
+}

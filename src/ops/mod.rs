@@ -1,0 +1,13 @@
+//! Operations, grouped by kind. Each file keeps an operation's forward kernel and its backward
+//! formula together (STYLE.md 6).
+
+pub mod elementwise;
+pub mod index;
+pub mod inplace;
+pub(crate) mod kernel;
+pub mod linalg;
+pub mod reduce;
+pub mod shape;
+
+pub use elementwise::{Binary, Cmp, ScalarOp, Unary};
+pub use index::IndexItem;

@@ -1,0 +1,410 @@
+//! Shape operations. The view ones (reshape of contiguous data, unsqueeze, squeeze, expand,
+//! transpose, permute, narrow) share storage and so the version counter; the rest copy.
+
+use crate::autograd::node::{Backward, Node};
+use crate::autograd::record::record;
+use crate::dispatch_all;
+use crate::error::{Error, Result};
+use crate::tensor::dtype::DType;
+use crate::tensor::layout::{fmt_shape, infer_shape, wrap_dim, Layout};
+use crate::tensor::Tensor;
+
+/// The backward of every shape operation: one variant per way of undoing it.
+enum ShapeBackward {
+    /// Back to the input's shape (reshape, view, flatten, squeeze).
+    Reshape(Vec<usize>),
+    /// Remove the inserted dimension.
+    Unsqueeze(usize),
+    /// Sum the broadcast dimensions away.
+    Expand(Vec<usize>),
+    /// Swap back.
+    Transpose(usize, usize),
+    /// The inverse permutation.
+    Permute(Vec<usize>),
+    /// Back to the input's dtype.
+    ToCopy(DType),
+    /// Identity (clone, contiguous).
+    Identity,
+    /// Split along `dim` into the parts' sizes.
+    Cat { dim: usize, sizes: Vec<usize> },
+    /// Pad the narrowed gradient back with zeros.
+    Narrow {
+        input_shape: Vec<usize>,
+        dim: usize,
+        start: usize,
+    },
+}
+
+impl Backward for ShapeBackward {
+    fn apply(&self, _node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let n_inputs = if let ShapeBackward::Cat { sizes, .. } = self {
+            sizes.len()
+        } else {
+            1
+        };
+        let Some(g) = grads.into_iter().next().flatten() else {
+            return Ok(vec![None; n_inputs]);
+        };
+        Ok(match self {
+            ShapeBackward::Reshape(shape) => vec![Some(g.reshape(&as_isize(shape))?)],
+            ShapeBackward::Unsqueeze(d) => vec![Some(g.squeeze_dim(*d as isize)?)],
+            ShapeBackward::Expand(shape) => vec![Some(g.sum_to(shape)?)],
+            ShapeBackward::Transpose(a, b) => vec![Some(g.transpose(*a as isize, *b as isize)?)],
+            ShapeBackward::Permute(inv) => vec![Some(g.permute(&as_isize(inv))?)],
+            ShapeBackward::ToCopy(dt) => vec![Some(g.to_dtype(*dt)?)],
+            ShapeBackward::Identity => vec![Some(g)],
+            ShapeBackward::Cat { dim, sizes } => {
+                let mut start = 0;
+                let mut out = Vec::with_capacity(sizes.len());
+                for &s in sizes {
+                    out.push(Some(g.narrow(*dim as isize, start, s)?));
+                    start += s;
+                }
+                out
+            }
+            ShapeBackward::Narrow {
+                input_shape,
+                dim,
+                start,
+            } => {
+                let z = Tensor::zeros(input_shape, g.dtype())?;
+                let mut parts = Vec::new();
+                let len = g.shape()[*dim];
+                if *start > 0 {
+                    parts.push(z.narrow(*dim as isize, 0, *start)?);
+                }
+                parts.push(g);
+                let end = start + len;
+                if end < input_shape[*dim] {
+                    parts.push(z.narrow(*dim as isize, end, input_shape[*dim] - end)?);
+                }
+                vec![Some(Tensor::cat(&parts, *dim as isize)?)]
+            }
+        })
+    }
+}
+
+fn as_isize(s: &[usize]) -> Vec<isize> {
+    s.iter().map(|&d| d as isize).collect()
+}
+
+impl Tensor {
+    fn view_with(
+        &self,
+        layout: Layout,
+        name: &'static str,
+        formula: impl FnOnce() -> ShapeBackward,
+    ) -> Tensor {
+        let out = self.alias_with_layout(layout);
+        record(name, &[self], &[&out], || (formula(), vec![]));
+        out
+    }
+
+    /// A view with a new shape (one entry may be -1); fails when the strides do not allow a view.
+    pub fn view(&self, shape: &[isize]) -> Result<Tensor> {
+        let shape = infer_shape(shape, self.numel(), self.shape())?;
+        let layout = self.layout().view_as(&shape).ok_or_else(|| {
+            Error::shape(format!(
+                "view size is not compatible with input tensor's size and stride (shape {}, strides {:?}): \
+                 at least one dimension spans across two contiguous subspaces. Use .reshape(...) instead.",
+                fmt_shape(self.shape()),
+                self.strides()
+            ))
+        })?;
+        let input = self.shape().to_vec();
+        Ok(self.view_with(layout, "ViewBackward", || ShapeBackward::Reshape(input)))
+    }
+
+    /// A tensor with a new shape: a view when possible, else a copy.
+    pub fn reshape(&self, shape: &[isize]) -> Result<Tensor> {
+        let target = infer_shape(shape, self.numel(), self.shape())?;
+        if target == self.shape() {
+            return Ok(self.clone());
+        }
+        match self.layout().view_as(&target) {
+            Some(layout) => {
+                let input = self.shape().to_vec();
+                Ok(self.view_with(layout, "ReshapeBackward", || ShapeBackward::Reshape(input)))
+            }
+            None => self.contiguous()?.reshape(shape),
+        }
+    }
+
+    /// Flattens dimensions `start..=end` into one.
+    pub fn flatten(&self, start: isize, end: isize) -> Result<Tensor> {
+        if self.ndim() == 0 {
+            return self.reshape(&[1]);
+        }
+        let (s, e) = (wrap_dim(start, self.ndim())?, wrap_dim(end, self.ndim())?);
+        if s > e {
+            return Err(Error::value(
+                "flatten() has invalid args: start_dim cannot come after end_dim",
+            ));
+        }
+        let mut shape: Vec<isize> = self.shape()[..s].iter().map(|&d| d as isize).collect();
+        shape.push(self.shape()[s..=e].iter().product::<usize>() as isize);
+        shape.extend(self.shape()[e + 1..].iter().map(|&d| d as isize));
+        self.reshape(&shape)
+    }
+
+    /// Inserts a dimension of size 1 at `dim`.
+    pub fn unsqueeze(&self, dim: isize) -> Result<Tensor> {
+        let d = wrap_dim(dim, self.ndim() + 1)?;
+        let layout = self.layout().unsqueeze(d);
+        Ok(self.view_with(layout, "UnsqueezeBackward", || ShapeBackward::Unsqueeze(d)))
+    }
+
+    /// Removes dimension `dim` if it has size 1 (else returns the tensor unchanged, like PyTorch).
+    pub fn squeeze_dim(&self, dim: isize) -> Result<Tensor> {
+        if self.ndim() == 0 {
+            return Ok(self.clone());
+        }
+        let d = wrap_dim(dim, self.ndim())?;
+        if self.shape()[d] != 1 {
+            return Ok(self.clone());
+        }
+        let layout = self.layout().squeeze(d);
+        let input = self.shape().to_vec();
+        Ok(self.view_with(layout, "SqueezeBackward", || ShapeBackward::Reshape(input)))
+    }
+
+    /// Removes every dimension of size 1.
+    pub fn squeeze(&self) -> Result<Tensor> {
+        let mut layout = self.layout().clone();
+        for d in (0..self.ndim()).rev() {
+            if self.shape()[d] == 1 {
+                layout = layout.squeeze(d);
+            }
+        }
+        if layout.ndim() == self.ndim() {
+            return Ok(self.clone());
+        }
+        let input = self.shape().to_vec();
+        Ok(self.view_with(layout, "SqueezeBackward", || ShapeBackward::Reshape(input)))
+    }
+
+    /// A broadcast view to `shape` (`-1` keeps a dimension).
+    pub fn expand(&self, shape: &[usize]) -> Result<Tensor> {
+        if shape == self.shape() {
+            return Ok(self.clone());
+        }
+        let layout = self.layout().expand(shape)?;
+        let input = self.shape().to_vec();
+        Ok(self.view_with(layout, "ExpandBackward", || ShapeBackward::Expand(input)))
+    }
+
+    /// `expand` with `-1` entries meaning "keep this dimension".
+    pub fn expand_signed(&self, shape: &[isize]) -> Result<Tensor> {
+        let lead = shape.len().saturating_sub(self.ndim());
+        let resolved = shape
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| {
+                if d >= 0 {
+                    Ok(d as usize)
+                } else if d == -1 && i >= lead {
+                    Ok(self.shape()[i - lead])
+                } else {
+                    Err(Error::shape(format!(
+                        "expand: invalid size {d} at dimension {i}"
+                    )))
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.expand(&resolved)
+    }
+
+    /// `expand(other.shape)`.
+    pub fn expand_as(&self, other: &Tensor) -> Result<Tensor> {
+        self.expand(other.shape())
+    }
+
+    /// Swaps two dimensions (a view).
+    pub fn transpose(&self, d0: isize, d1: isize) -> Result<Tensor> {
+        if self.ndim() == 0 {
+            return Ok(self.clone());
+        }
+        let (a, b) = (wrap_dim(d0, self.ndim())?, wrap_dim(d1, self.ndim())?);
+        let layout = self.layout().transpose(a, b);
+        Ok(self.view_with(layout, "TransposeBackward", || {
+            ShapeBackward::Transpose(a, b)
+        }))
+    }
+
+    /// Transpose of a matrix (0-D and 1-D tensors are returned as they are).
+    pub fn t(&self) -> Result<Tensor> {
+        match self.ndim() {
+            0 | 1 => Ok(self.clone()),
+            2 => self.transpose(0, 1),
+            n => Err(Error::shape(format!(
+                "t() expects a tensor with <= 2 dimensions, but self is {n}D"
+            ))),
+        }
+    }
+
+    /// Reorders dimensions (a view).
+    pub fn permute(&self, dims: &[isize]) -> Result<Tensor> {
+        if dims.len() != self.ndim() {
+            return Err(Error::shape(format!(
+                "permute: number of dims ({}) doesn't match the tensor's ({})",
+                dims.len(),
+                self.ndim()
+            )));
+        }
+        let perm: Vec<usize> = dims
+            .iter()
+            .map(|&d| wrap_dim(d, self.ndim()))
+            .collect::<Result<_>>()?;
+        let mut inv = vec![usize::MAX; perm.len()];
+        for (i, &p) in perm.iter().enumerate() {
+            if inv[p] != usize::MAX {
+                return Err(Error::value("permute: repeated dim"));
+            }
+            inv[p] = i;
+        }
+        let l = self.layout();
+        let layout = Layout {
+            shape: perm.iter().map(|&p| l.shape[p]).collect(),
+            strides: perm.iter().map(|&p| l.strides[p]).collect(),
+            offset: l.offset,
+        };
+        Ok(self.view_with(layout, "PermuteBackward", || ShapeBackward::Permute(inv)))
+    }
+
+    /// `len` elements from `start` along `dim` (a view).
+    pub fn narrow(&self, dim: isize, start: usize, len: usize) -> Result<Tensor> {
+        let d = wrap_dim(dim, self.ndim())?;
+        if start + len > self.shape()[d] {
+            return Err(Error::index(format!(
+                "narrow: start ({start}) + length ({len}) exceeds dimension size ({})",
+                self.shape()[d]
+            )));
+        }
+        let layout = self.layout().slice(d, start, start + len, 1);
+        let input = self.shape().to_vec();
+        Ok(
+            self.view_with(layout, "NarrowBackward", || ShapeBackward::Narrow {
+                input_shape: input,
+                dim: d,
+                start,
+            }),
+        )
+    }
+
+    /// A contiguous copy of the data with no history (internal: gradients, accumulators).
+    pub fn clone_data(&self) -> Result<Tensor> {
+        dispatch_all!(self.dtype(), T => Tensor::from_vec(self.to_vec::<T>()?, self.shape()))
+    }
+
+    /// A copy with its own storage; differentiable.
+    pub fn clone_tensor(&self) -> Result<Tensor> {
+        let out = self.clone_data()?;
+        record("CloneBackward", &[self], &[&out], || {
+            (ShapeBackward::Identity, vec![])
+        });
+        Ok(out)
+    }
+
+    /// The tensor itself when contiguous, else a contiguous copy.
+    pub fn contiguous(&self) -> Result<Tensor> {
+        if self.layout().is_contiguous() {
+            return Ok(self.clone());
+        }
+        self.clone_tensor()
+    }
+
+    /// The tensor in another dtype (itself when already of that dtype).
+    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
+        if dtype == self.dtype() {
+            return Ok(self.clone());
+        }
+        let out = dispatch_all!(dtype, T => Tensor::from_array(super::kernel::materialize_as::<T>(self, self.shape())?));
+        if dtype.is_float() && self.dtype().is_float() {
+            let from = self.dtype();
+            record("ToCopyBackward", &[self], &[&out], || {
+                (ShapeBackward::ToCopy(from), vec![])
+            });
+        }
+        Ok(out)
+    }
+
+    /// Joins tensors along an existing dimension.
+    pub fn cat(tensors: &[Tensor], dim: isize) -> Result<Tensor> {
+        let first = tensors
+            .first()
+            .ok_or_else(|| Error::value("cat expects a non-empty list of tensors"))?;
+        let d = wrap_dim(dim, first.ndim())?;
+        let dtype = tensors
+            .iter()
+            .fold(first.dtype(), |acc, t| acc.promote(t.dtype()));
+        let mut shape = first.shape().to_vec();
+        shape[d] = 0;
+        for (i, t) in tensors.iter().enumerate() {
+            let same = t.ndim() == first.ndim()
+                && t.shape()
+                    .iter()
+                    .zip(first.shape())
+                    .enumerate()
+                    .all(|(j, (a, b))| j == d || a == b);
+            if !same {
+                return Err(Error::shape(format!(
+                    "Sizes of tensors must match except in dimension {d}: tensor 0 has shape {} but tensor {i} has shape {}",
+                    fmt_shape(first.shape()),
+                    fmt_shape(t.shape())
+                )));
+            }
+            shape[d] += t.shape()[d];
+        }
+        let out = Tensor::zeros(&shape, dtype)?;
+        let mut start = 0;
+        for t in tensors {
+            let len = t.shape()[d];
+            let part = out.alias_with_layout(out.layout().slice(d, start, start + len, 1));
+            super::kernel::write_into(&part, t)?;
+            start += len;
+        }
+        let out = out.detach_fresh();
+        let inputs: Vec<Tensor> = tensors
+            .iter()
+            .map(|t| t.to_dtype(dtype))
+            .collect::<Result<_>>()?;
+        let refs: Vec<&Tensor> = inputs.iter().collect();
+        let sizes: Vec<usize> = tensors.iter().map(|t| t.shape()[d]).collect();
+        record("CatBackward", &refs, &[&out], || {
+            (ShapeBackward::Cat { dim: d, sizes }, vec![])
+        });
+        Ok(out)
+    }
+
+    /// Joins tensors along a new dimension.
+    pub fn stack(tensors: &[Tensor], dim: isize) -> Result<Tensor> {
+        let first = tensors
+            .first()
+            .ok_or_else(|| Error::value("stack expects a non-empty list of tensors"))?;
+        for (i, t) in tensors.iter().enumerate() {
+            if t.shape() != first.shape() {
+                return Err(Error::shape(format!(
+                    "stack expects each tensor to be equal size, but got {} at entry 0 and {} at entry {i}",
+                    fmt_shape(first.shape()),
+                    fmt_shape(t.shape())
+                )));
+            }
+        }
+        let d = wrap_dim(dim, first.ndim() + 1)?;
+        let parts: Vec<Tensor> = tensors
+            .iter()
+            .map(|t| t.unsqueeze(d as isize))
+            .collect::<Result<_>>()?;
+        Tensor::cat(&parts, d as isize)
+    }
+
+    /// The same storage under a fresh handle with no base (for results built through views).
+    pub(crate) fn detach_fresh(&self) -> Tensor {
+        Tensor::from_parts(
+            self.storage().clone(),
+            self.layout().clone(),
+            self.dtype(),
+            None,
+        )
+    }
+}

@@ -1,0 +1,247 @@
+//! Autograd entry points for Python: the graph node object (`grad_fn`), grad mode, anomaly mode,
+//! `backward` / `grad`, and the hooks the core calls back (user location, Ctrl-C).
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use super::tensor::{tensor_list, PyTensor};
+use crate::autograd::node::Node;
+use crate::autograd::{anomaly, engine, grad_mode};
+use crate::error::{Error, Result};
+use crate::Tensor;
+
+/// `(shape, dtype, saved_version, current_version)` of a saved tensor.
+type SavedInfo = (Vec<usize>, String, u64, u64);
+
+/// A node of the backward graph, as seen from Python (`t.grad_fn`).
+#[pyclass(name = "Node", module = "tapegrad", frozen)]
+pub struct PyNode {
+    pub(crate) node: Arc<Node>,
+}
+
+#[pymethods]
+impl PyNode {
+    fn name(&self) -> String {
+        self.node.name().to_string()
+    }
+    #[getter]
+    fn next_functions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let items = self
+            .node
+            .next_edges()
+            .iter()
+            .map(|e| match e {
+                Some(e) => Ok((
+                    Some(PyNode {
+                        node: e.node.clone(),
+                    }),
+                    e.input_nr,
+                )
+                    .into_pyobject(py)?
+                    .into_any()),
+                None => Ok((py.None(), 0usize).into_pyobject(py)?.into_any()),
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        PyTuple::new(py, items)
+    }
+    /// The leaf behind an AccumulateGrad node.
+    #[getter]
+    fn variable(&self, py: Python<'_>) -> PyResult<Option<Py<PyTensor>>> {
+        self.node
+            .formula()
+            .accumulates_into()
+            .map(|t| PyTensor::wrap(py, t.clone()))
+            .transpose()
+    }
+    /// `(shape, dtype, saved_version, current_version)` for each saved tensor; None once released.
+    #[getter]
+    fn _saved_tensors_info(&self) -> Option<Vec<SavedInfo>> {
+        self.node.with_saved(|saved| {
+            saved.map(|s| {
+                s.iter()
+                    .map(|st| {
+                        (
+                            st.peek().shape().to_vec(),
+                            st.peek().dtype().name().to_string(),
+                            st.saved_version(),
+                            st.peek().version(),
+                        )
+                    })
+                    .collect()
+            })
+        })
+    }
+    #[getter]
+    fn _sequence_nr(&self) -> u64 {
+        self.node.sequence_nr()
+    }
+    #[getter]
+    fn _id(&self) -> usize {
+        Arc::as_ptr(&self.node) as usize
+    }
+    #[getter]
+    fn created_at(&self) -> Option<String> {
+        self.node.created_at().map(str::to_string)
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "<{} object at {:#x}>",
+            self.node.name(),
+            Arc::as_ptr(&self.node) as usize
+        )
+    }
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<PyNode>()
+            .is_ok_and(|o| Arc::ptr_eq(&o.get().node, &self.node))
+    }
+    fn __hash__(&self) -> isize {
+        Arc::as_ptr(&self.node) as isize
+    }
+}
+
+#[pyfunction]
+fn _set_grad_enabled(flag: bool) -> bool {
+    grad_mode::set_grad_enabled(flag)
+}
+
+#[pyfunction]
+fn is_grad_enabled() -> bool {
+    grad_mode::is_grad_enabled()
+}
+
+#[pyfunction]
+fn _set_anomaly_enabled(flag: bool) -> bool {
+    anomaly::set_enabled(flag)
+}
+
+#[pyfunction]
+fn _is_anomaly_enabled() -> bool {
+    anomaly::is_enabled()
+}
+
+fn optional_tensors(
+    obj: &Bound<'_, PyAny>,
+    n: usize,
+    like: &[Tensor],
+) -> PyResult<Vec<Option<Tensor>>> {
+    if obj.is_none() {
+        return Ok(vec![None; n]);
+    }
+    let items: Vec<Bound<'_, PyAny>> = if obj.cast::<PyTensor>().is_ok() {
+        vec![obj.clone()]
+    } else {
+        obj.try_iter()?.collect::<PyResult<_>>()?
+    };
+    if items.len() != n {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+            "grad_tensors should have the same length as tensors: got {} gradients for {n} tensors",
+            items.len()
+        )));
+    }
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            if o.is_none() {
+                Ok(None)
+            } else {
+                super::convert::tensor_arg(o, Some(like[i].dtype())).map(Some)
+            }
+        })
+        .collect()
+}
+
+#[pyfunction]
+#[pyo3(signature = (tensors, grad_tensors, retain_graph, create_graph, inputs=None))]
+fn _run_backward(
+    py: Python<'_>,
+    tensors: &Bound<'_, PyAny>,
+    grad_tensors: &Bound<'_, PyAny>,
+    retain_graph: bool,
+    create_graph: bool,
+    inputs: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let roots = tensor_list(tensors, "tensors")?;
+    let grads = optional_tensors(grad_tensors, roots.len(), &roots)?;
+    let inputs = match inputs {
+        Some(i) if !i.is_none() => Some(tensor_list(i, "inputs")?),
+        _ => None,
+    };
+    py.detach(|| {
+        engine::backward(
+            &roots,
+            &grads,
+            retain_graph,
+            create_graph,
+            inputs.as_deref(),
+        )
+    })?;
+    Ok(())
+}
+
+#[pyfunction]
+fn _run_grad(
+    py: Python<'_>,
+    outputs: &Bound<'_, PyAny>,
+    inputs: &Bound<'_, PyAny>,
+    grad_outputs: &Bound<'_, PyAny>,
+    retain_graph: bool,
+    create_graph: bool,
+    allow_unused: bool,
+) -> PyResult<Vec<Option<Py<PyTensor>>>> {
+    let roots = tensor_list(outputs, "outputs")?;
+    let ins = tensor_list(inputs, "inputs")?;
+    let grads = optional_tensors(grad_outputs, roots.len(), &roots)?;
+    let result = py.detach(|| {
+        engine::grad(
+            &roots,
+            &ins,
+            &grads,
+            retain_graph,
+            create_graph,
+            allow_unused,
+        )
+    })?;
+    result
+        .into_iter()
+        .map(|g| g.map(|g| PyTensor::wrap(py, g)).transpose())
+        .collect()
+}
+
+/// The user's Python location, for anomaly mode.
+fn user_location() -> Option<String> {
+    Python::attach(|py| {
+        py.import("tapegrad._anomaly")
+            .ok()?
+            .getattr("user_location")
+            .ok()?
+            .call0()
+            .ok()?
+            .extract::<String>()
+            .ok()
+    })
+}
+
+/// Raises KeyboardInterrupt inside long Rust loops when the user pressed Ctrl-C.
+fn check_interrupt() -> Result<()> {
+    Python::attach(|py| py.check_signals()).map_err(|e| -> Error { super::errors::external(e) })
+}
+
+pub(crate) fn install_hooks() {
+    anomaly::set_location_hook(user_location);
+    engine::set_interrupt_hook(check_interrupt);
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_set_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_anomaly_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_is_anomaly_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_run_backward, m)?)?;
+    m.add_function(wrap_pyfunction!(_run_grad, m)?)?;
+    super::tensor_ops::register(m)?;
+    Ok(())
+}

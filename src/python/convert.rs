@@ -1,0 +1,509 @@
+//! Conversions between Python values and the core's types: dtypes, devices, shapes, scalars,
+//! NumPy arrays; and the factory functions that only convert and call the core.
+
+use numpy::{IntoPyArray, PyArrayDyn, PyArrayMethods};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
+
+use super::tensor::PyTensor;
+use crate::tensor::dtype::{DType, Scalar};
+use crate::Tensor;
+
+/// `tapegrad.float32` and friends. One instance per dtype, so `t.dtype is tg.float32` holds.
+#[pyclass(name = "dtype", module = "tapegrad", frozen, eq, hash)]
+#[derive(PartialEq, Eq, Hash, Clone, Copy)]
+pub struct PyDType {
+    pub(crate) dt: DType,
+}
+
+#[pymethods]
+impl PyDType {
+    fn __repr__(&self) -> String {
+        format!("tapegrad.{}", self.dt.name())
+    }
+    #[getter]
+    fn is_floating_point(&self) -> bool {
+        self.dt.is_float()
+    }
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.dt.size()
+    }
+    #[getter]
+    fn name(&self) -> &'static str {
+        self.dt.name()
+    }
+}
+
+static DTYPES: PyOnceLock<[Py<PyDType>; 4]> = PyOnceLock::new();
+
+/// The shared Python object for a dtype.
+pub(crate) fn dtype_object(py: Python<'_>, dt: DType) -> Py<PyDType> {
+    let all = DTYPES.get_or_init(py, || {
+        [DType::Bool, DType::Int64, DType::Float32, DType::Float64]
+            .map(|dt| Py::new(py, PyDType { dt }).expect("creating a dtype object"))
+    });
+    all[dt as usize].clone_ref(py)
+}
+
+/// Reads a dtype argument: a `tg.dtype`, a NumPy dtype or type, or a name.
+pub(crate) fn parse_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
+    if let Ok(d) = obj.cast::<PyDType>() {
+        return Ok(d.get().dt);
+    }
+    let name: String = if let Ok(s) = obj.extract::<String>() {
+        s
+    } else if obj.is(obj.py().get_type::<PyFloat>()) {
+        "float32".into()
+    } else if obj.is(obj.py().get_type::<PyBool>()) {
+        "bool".into()
+    } else if obj.is(obj.py().get_type::<PyInt>()) {
+        "int64".into()
+    } else {
+        let np = obj.py().import("numpy")?;
+        np.call_method1("dtype", (obj,))?
+            .getattr("name")?
+            .extract()?
+    };
+    DType::from_name(&name).ok_or_else(|| {
+        PyTypeError::new_err(format!(
+            "unsupported dtype {name:?}: tapegrad has float32, float64, int64 and bool"
+        ))
+    })
+}
+
+/// `tapegrad.device`: only the CPU exists.
+#[pyclass(name = "device", module = "tapegrad", frozen, eq)]
+#[derive(PartialEq)]
+pub struct PyDevice {}
+
+#[pymethods]
+impl PyDevice {
+    #[new]
+    fn new(kind: &Bound<'_, PyAny>) -> PyResult<Self> {
+        check_device(Some(kind))?;
+        Ok(PyDevice {})
+    }
+    #[getter]
+    fn r#type(&self) -> &'static str {
+        "cpu"
+    }
+    fn __repr__(&self) -> &'static str {
+        "device(type='cpu')"
+    }
+    fn __str__(&self) -> &'static str {
+        "cpu"
+    }
+}
+
+/// Accepts `None`, `"cpu"`, `"cpu:0"` or a `tg.device`; anything else is a `RuntimeError` at once.
+pub(crate) fn check_device(device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    let Some(d) = device else { return Ok(()) };
+    if d.is_none() || d.cast::<PyDevice>().is_ok() {
+        return Ok(());
+    }
+    let s: String = d.str()?.extract()?;
+    if s == "cpu" || s == "cpu:0" {
+        return Ok(());
+    }
+    Err(PyRuntimeError::new_err(format!(
+        "device {s:?} is not available: tapegrad runs on the CPU only (tapegrad.cuda_is_available() is False)"
+    )))
+}
+
+/// A Python scalar (bool before int: `True` is an int in Python).
+pub(crate) fn scalar(obj: &Bound<'_, PyAny>) -> Option<Scalar> {
+    if obj.is_instance_of::<PyBool>() {
+        return obj.extract::<bool>().ok().map(Scalar::Bool);
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return obj.extract::<i64>().ok().map(Scalar::Int);
+    }
+    if obj.is_instance_of::<PyFloat>() {
+        return obj.extract::<f64>().ok().map(Scalar::Float);
+    }
+    // NumPy scalars and 0-d arrays.
+    let ty = obj.get_type().name().ok()?.to_string();
+    if ty.starts_with("float") {
+        return obj.extract::<f64>().ok().map(Scalar::Float);
+    }
+    if ty.starts_with("int") || ty.starts_with("uint") {
+        return obj.extract::<i64>().ok().map(Scalar::Int);
+    }
+    if ty == "bool" || ty == "bool_" {
+        return obj.extract::<bool>().ok().map(Scalar::Bool);
+    }
+    None
+}
+
+/// An operand: a tensor or a scalar.
+pub(crate) enum Operand {
+    Tensor(Tensor),
+    Scalar(Scalar),
+}
+
+/// Reads an operand; `None` when the object is neither (the dunder then returns NotImplemented).
+pub(crate) fn operand(obj: &Bound<'_, PyAny>) -> Option<Operand> {
+    if let Ok(t) = obj.cast::<PyTensor>() {
+        return Some(Operand::Tensor(t.get().inner.clone()));
+    }
+    if let Some(s) = scalar(obj) {
+        return Some(Operand::Scalar(s));
+    }
+    if obj.hasattr("__array__").unwrap_or(false) || obj.is_instance_of::<pyo3::types::PyList>() {
+        return tensor_from_data(obj, None).ok().map(Operand::Tensor);
+    }
+    None
+}
+
+/// Reads a tensor argument, accepting scalars and array-likes as well (as PyTorch ops do).
+pub(crate) fn tensor_arg(obj: &Bound<'_, PyAny>, like: Option<DType>) -> PyResult<Tensor> {
+    match operand(obj) {
+        Some(Operand::Tensor(t)) => Ok(t),
+        Some(Operand::Scalar(s)) => Ok(Tensor::scalar_tensor(
+            s,
+            like.map(|d| s.result_dtype_with(d))
+                .unwrap_or(s.natural_dtype()),
+        )?),
+        None => Err(PyTypeError::new_err(format!(
+            "expected a Tensor, a number or an array-like, got {}",
+            obj.get_type().name()?
+        ))),
+    }
+}
+
+/// Shape arguments: `f(2, 3)`, `f((2, 3))` or `f([2, 3])`.
+pub(crate) fn shape_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<isize>> {
+    let seq = if args.len() == 1 && !args.get_item(0)?.is_instance_of::<PyInt>() {
+        args.get_item(0)?
+    } else {
+        args.clone().into_any()
+    };
+    let mut out = Vec::new();
+    for item in seq.try_iter()? {
+        let item = item?;
+        if item.is_instance_of::<PyBool>() || !item.hasattr("__index__")? {
+            return Err(PyTypeError::new_err(format!(
+                "shape entries must be ints, got {}",
+                item.get_type().name()?
+            )));
+        }
+        out.push(item.call_method0("__index__")?.extract::<isize>()?);
+    }
+    Ok(out)
+}
+
+/// Non-negative sizes for factories.
+pub(crate) fn sizes(args: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
+    shape_args(args)?
+        .into_iter()
+        .map(|d| {
+            usize::try_from(d).map_err(|_| {
+                PyRuntimeError::new_err(format!(
+                    "Trying to create tensor with negative dimension {d}"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// A tensor from a NumPy array of a supported dtype (copied).
+pub(crate) fn tensor_from_numpy(arr: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    macro_rules! try_type {
+        ($t:ty) => {
+            if let Ok(a) = arr.cast::<PyArrayDyn<$t>>() {
+                let ro = a
+                    .try_readonly()
+                    .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+                let view = ro.as_array();
+                return Ok(Tensor::from_array(view.to_owned()));
+            }
+        };
+    }
+    try_type!(f32);
+    try_type!(f64);
+    try_type!(i64);
+    try_type!(bool);
+    let np = arr.py().import("numpy")?;
+    let kind: String = arr.getattr("dtype")?.getattr("kind")?.extract()?;
+    let target = match kind.as_str() {
+        "i" | "u" => "int64",
+        "f" => "float32",
+        "b" => "bool",
+        _ => {
+            return Err(PyTypeError::new_err(format!(
+                "can't convert an array of dtype {} to a tensor: tapegrad has float32, float64, int64 and bool",
+                arr.getattr("dtype")?.str()?
+            )))
+        }
+    };
+    let converted = np.call_method1("ascontiguousarray", (arr, target))?;
+    tensor_from_numpy(&converted)
+}
+
+/// `tg.tensor(data)`: Python floats become float32, ints int64, bools bool; arrays keep their dtype.
+pub(crate) fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Tensor> {
+    let py = data.py();
+    let t = if let Ok(t) = data.cast::<PyTensor>() {
+        t.get().inner.clone_data()?
+    } else if let Some(s) = scalar(data).filter(|_| !data.hasattr("shape").unwrap_or(false)) {
+        Tensor::scalar_tensor(s, s.natural_dtype())?
+    } else {
+        let np = py.import("numpy")?;
+        let is_array = data.is_instance(&np.getattr("ndarray")?)?;
+        let arr = np.call_method1("asarray", (data,))?;
+        let kind: String = arr.getattr("dtype")?.getattr("kind")?.extract()?;
+        let arr = if !is_array && kind == "f" {
+            arr.call_method1("astype", ("float32",))?
+        } else {
+            arr
+        };
+        if kind == "O" || kind == "U" || kind == "S" {
+            return Err(PyTypeError::new_err(format!(
+                "tensor(): could not infer a dtype from an object of type {}: expected numbers, nested lists of numbers, or a NumPy array",
+                data.get_type().name()?
+            )));
+        }
+        tensor_from_numpy(&arr)?
+    };
+    match dtype {
+        Some(d) if d != t.dtype() => Ok(t.to_dtype(d)?),
+        _ => Ok(t),
+    }
+}
+
+/// The data as a new NumPy array.
+pub(crate) fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    Ok(crate::dispatch_all!(t.dtype(), T => t.to_array::<T>()?.into_pyarray(py).into_any()))
+}
+
+fn opt_dtype(dtype: Option<&Bound<'_, PyAny>>, default: DType) -> PyResult<DType> {
+    match dtype {
+        Some(d) if !d.is_none() => parse_dtype(d),
+        _ => Ok(default),
+    }
+}
+
+fn finish(py: Python<'_>, t: Tensor, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    if requires_grad {
+        t.set_requires_grad(true)?;
+    }
+    PyTensor::wrap(py, t)
+}
+
+#[pyfunction]
+#[pyo3(signature = (data, dtype=None, requires_grad=false, device=None))]
+fn tensor(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyTensor>> {
+    check_device(device)?;
+    let dt = match dtype {
+        Some(d) if !d.is_none() => Some(parse_dtype(d)?),
+        _ => None,
+    };
+    finish(py, tensor_from_data(data, dt)?, requires_grad)
+}
+
+#[pyfunction]
+fn from_numpy(py: Python<'_>, arr: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    let np = py.import("numpy")?;
+    if !arr.is_instance(&np.getattr("ndarray")?)? {
+        return Err(PyTypeError::new_err(format!(
+            "expected np.ndarray (got {})",
+            arr.get_type().name()?
+        )));
+    }
+    PyTensor::wrap(py, tensor_from_numpy(arr)?)
+}
+
+#[pyfunction]
+#[pyo3(signature = (*shape, dtype=None, requires_grad=false, device=None))]
+fn zeros(
+    py: Python<'_>,
+    shape: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyTensor>> {
+    check_device(device)?;
+    finish(
+        py,
+        Tensor::zeros(&sizes(shape)?, opt_dtype(dtype, DType::Float32)?)?,
+        requires_grad,
+    )
+}
+
+#[pyfunction]
+#[pyo3(signature = (*shape, dtype=None, requires_grad=false, device=None))]
+fn ones(
+    py: Python<'_>,
+    shape: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyTensor>> {
+    check_device(device)?;
+    finish(
+        py,
+        Tensor::ones(&sizes(shape)?, opt_dtype(dtype, DType::Float32)?)?,
+        requires_grad,
+    )
+}
+
+#[pyfunction]
+#[pyo3(signature = (*shape, dtype=None, requires_grad=false, device=None))]
+fn empty(
+    py: Python<'_>,
+    shape: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyTensor>> {
+    zeros(py, shape, dtype, requires_grad, device)
+}
+
+#[pyfunction]
+#[pyo3(signature = (*shape, dtype=None, requires_grad=false, device=None))]
+fn randn(
+    py: Python<'_>,
+    shape: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyTensor>> {
+    check_device(device)?;
+    finish(
+        py,
+        Tensor::randn(&sizes(shape)?, opt_dtype(dtype, DType::Float32)?)?,
+        requires_grad,
+    )
+}
+
+#[pyfunction]
+#[pyo3(name = "rand", signature = (*shape, dtype=None, requires_grad=false, device=None))]
+fn rand_uniform(
+    py: Python<'_>,
+    shape: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyTensor>> {
+    check_device(device)?;
+    finish(
+        py,
+        Tensor::rand(&sizes(shape)?, opt_dtype(dtype, DType::Float32)?)?,
+        requires_grad,
+    )
+}
+
+#[pyfunction]
+#[pyo3(signature = (shape, fill_value, dtype=None, requires_grad=false, device=None))]
+fn full(
+    py: Python<'_>,
+    shape: &Bound<'_, PyAny>,
+    fill_value: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyTensor>> {
+    check_device(device)?;
+    let s = scalar(fill_value)
+        .ok_or_else(|| PyTypeError::new_err("full(): fill_value must be a number"))?;
+    let shape = sizes(&PyTuple::new(py, [shape])?)?;
+    finish(
+        py,
+        Tensor::full(&shape, s, opt_dtype(dtype, s.natural_dtype())?)?,
+        requires_grad,
+    )
+}
+
+#[pyfunction]
+#[pyo3(signature = (start, end=None, step=None, dtype=None, requires_grad=false, device=None))]
+fn arange(
+    py: Python<'_>,
+    start: &Bound<'_, PyAny>,
+    end: Option<&Bound<'_, PyAny>>,
+    step: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyTensor>> {
+    check_device(device)?;
+    let num = |o: &Bound<'_, PyAny>| {
+        scalar(o).ok_or_else(|| PyTypeError::new_err("arange(): bounds must be numbers"))
+    };
+    let (s, e) = match end.filter(|e| !e.is_none()) {
+        Some(e) => (num(start)?, num(e)?),
+        None => (Scalar::Int(0), num(start)?),
+    };
+    let st = match step.filter(|s| !s.is_none()) {
+        Some(x) => num(x)?,
+        None => Scalar::Int(1),
+    };
+    let all_int = [s, e, st].iter().all(|v| matches!(v, Scalar::Int(_)));
+    let dt = opt_dtype(
+        dtype,
+        if all_int {
+            DType::Int64
+        } else {
+            DType::Float32
+        },
+    )?;
+    finish(
+        py,
+        Tensor::arange(s.as_f64(), e.as_f64(), st.as_f64(), dt)?,
+        requires_grad,
+    )
+}
+
+#[pyfunction]
+#[pyo3(signature = (n, m=None, dtype=None, requires_grad=false, device=None))]
+fn eye(
+    py: Python<'_>,
+    n: usize,
+    m: Option<usize>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyTensor>> {
+    check_device(device)?;
+    finish(
+        py,
+        Tensor::eye(n, m.unwrap_or(n), opt_dtype(dtype, DType::Float32)?)?,
+        requires_grad,
+    )
+}
+
+#[pyfunction]
+fn manual_seed(seed: u64) {
+    crate::manual_seed(seed)
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    for (name, dt) in [
+        ("float32", DType::Float32),
+        ("float64", DType::Float64),
+        ("int64", DType::Int64),
+        ("bool", DType::Bool),
+    ] {
+        m.add(name, dtype_object(m.py(), dt))?;
+    }
+    m.add_function(wrap_pyfunction!(tensor, m)?)?;
+    m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
+    m.add_function(wrap_pyfunction!(zeros, m)?)?;
+    m.add_function(wrap_pyfunction!(ones, m)?)?;
+    m.add_function(wrap_pyfunction!(empty, m)?)?;
+    m.add_function(wrap_pyfunction!(randn, m)?)?;
+    m.add_function(wrap_pyfunction!(rand_uniform, m)?)?;
+    m.add_function(wrap_pyfunction!(full, m)?)?;
+    m.add_function(wrap_pyfunction!(arange, m)?)?;
+    m.add_function(wrap_pyfunction!(eye, m)?)?;
+    m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
+    Ok(())
+}

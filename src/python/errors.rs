@@ -1,0 +1,63 @@
+//! The one mapping from the core's `Error` to Python exceptions (STYLE.md 12), and back for
+//! Python exceptions that travel through the engine.
+
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyIndexError, PyMemoryError, PyRuntimeError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::error::{Error, ExternalPayload};
+
+impl From<Error> for PyErr {
+    fn from(e: Error) -> PyErr {
+        match e {
+            Error::External { payload, message } => match payload.0.downcast_ref::<PyErr>() {
+                Some(err) => Python::attach(|py| err.clone_ref(py)),
+                None => PyRuntimeError::new_err(message),
+            },
+            Error::Index(m) => PyIndexError::new_err(m),
+            Error::OutOfMemory(m) => PyMemoryError::new_err(m),
+            Error::Interrupted => pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted"),
+            Error::SavedTensorModified(info) => {
+                let message = info.to_string();
+                Python::attach(|py| saved_tensor_error(py, &message, &info).unwrap_or_else(|e| e))
+            }
+            Error::Shape(m)
+            | Error::Dtype(m)
+            | Error::Value(m)
+            | Error::Autograd(m)
+            | Error::Anomaly(m)
+            | Error::CustomFunction(m) => PyRuntimeError::new_err(m),
+        }
+    }
+}
+
+/// Builds `tapegrad.SavedTensorModifiedError` with its structured attributes.
+fn saved_tensor_error(
+    py: Python<'_>,
+    message: &str,
+    info: &crate::error::SavedTensorModified,
+) -> PyResult<PyErr> {
+    let cls = py
+        .import("tapegrad._errors")?
+        .getattr("SavedTensorModifiedError")?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("saved_by", &info.saved_by)?;
+    kwargs.set_item("modified_by", &info.modified_by)?;
+    kwargs.set_item("saved_version", info.saved_version)?;
+    kwargs.set_item("current_version", info.current_version)?;
+    kwargs.set_item("shape", info.shape.clone())?;
+    kwargs.set_item("dtype", &info.dtype)?;
+    let exc = cls.call((message,), Some(&kwargs))?;
+    Ok(PyErr::from_value(exc))
+}
+
+/// Wraps a Python exception so that it crosses the engine unchanged.
+pub(crate) fn external(err: PyErr) -> Error {
+    let message = err.to_string();
+    Error::External {
+        message,
+        payload: ExternalPayload(Arc::new(err)),
+    }
+}

@@ -1,0 +1,28 @@
+//! The PyO3 bindings: conversion, the Python-function node, error mapping. No math lives here;
+//! each method converts its arguments, calls the core (without the GIL for heavy work), and
+//! converts the result.
+
+mod autograd;
+mod convert;
+mod errors;
+mod function;
+mod tensor;
+mod tensor_index;
+mod tensor_ops;
+
+use pyo3::prelude::*;
+
+/// The private native module `tapegrad._tapegrad`; `python/tapegrad/__init__.py` re-exports it.
+#[pymodule]
+fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<tensor::PyTensor>()?;
+    m.add_class::<convert::PyDType>()?;
+    m.add_class::<convert::PyDevice>()?;
+    m.add_class::<autograd::PyNode>()?;
+    m.add_class::<function::SavedHandle>()?;
+    convert::register(m)?;
+    autograd::register(m)?;
+    function::register(m)?;
+    autograd::install_hooks();
+    Ok(())
+}

@@ -1,0 +1,343 @@
+//! `tapegrad.Tensor`: properties, conversion, printing and autograd entry points. Arithmetic is in
+//! `tensor_ops.rs`, indexing in `tensor_index.rs`.
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+
+use super::autograd::PyNode;
+use super::convert::{dtype_object, parse_dtype, to_numpy, PyDType, PyDevice};
+use crate::tensor::dtype::DType;
+use crate::tensor::format;
+use crate::Tensor;
+
+/// A tensor. See API.md §1.
+#[pyclass(name = "Tensor", module = "tapegrad", frozen, weakref)]
+pub struct PyTensor {
+    pub(crate) inner: Tensor,
+}
+
+impl PyTensor {
+    /// Wraps a core tensor in a new Python object.
+    pub(crate) fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyTensor>> {
+        Py::new(py, PyTensor { inner: t })
+    }
+}
+
+/// Reads the tensor inside a Python object, or says what it was instead.
+pub(crate) fn expect_tensor(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Tensor> {
+    obj.cast::<PyTensor>()
+        .map(|t| t.get().inner.clone())
+        .map_err(|_| {
+            PyTypeError::new_err(format!(
+                "{what} must be a Tensor, got {}",
+                obj.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        })
+}
+
+/// Tensors from a tensor or a sequence of tensors.
+pub(crate) fn tensor_list(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<Tensor>> {
+    if let Ok(t) = obj.cast::<PyTensor>() {
+        return Ok(vec![t.get().inner.clone()]);
+    }
+    obj.try_iter()?.map(|o| expect_tensor(&o?, what)).collect()
+}
+
+#[pymethods]
+impl PyTensor {
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.shape())
+    }
+    #[pyo3(signature = (dim=None))]
+    fn size(&self, py: Python<'_>, dim: Option<isize>) -> PyResult<Py<PyAny>> {
+        match dim {
+            None => Ok(PyTuple::new(py, self.inner.shape())?.into_any().unbind()),
+            Some(d) => {
+                let d = crate::tensor::layout::wrap_dim(d, self.inner.ndim())?;
+                Ok(self.inner.shape()[d].into_pyobject(py)?.into_any().unbind())
+            }
+        }
+    }
+    fn stride<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.strides())
+    }
+    #[getter]
+    fn dtype(&self, py: Python<'_>) -> Py<PyDType> {
+        dtype_object(py, self.inner.dtype())
+    }
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.inner.ndim()
+    }
+    fn dim(&self) -> usize {
+        self.inner.ndim()
+    }
+    fn numel(&self) -> usize {
+        self.inner.numel()
+    }
+    fn is_contiguous(&self) -> bool {
+        self.inner.layout().is_contiguous()
+    }
+    fn is_floating_point(&self) -> bool {
+        self.inner.dtype().is_float()
+    }
+    #[getter]
+    fn device(&self) -> PyDevice {
+        PyDevice {}
+    }
+    #[getter]
+    fn is_cuda(&self) -> bool {
+        false
+    }
+    #[getter]
+    fn get_requires_grad(&self) -> bool {
+        self.inner.requires_grad()
+    }
+    #[setter]
+    fn set_requires_grad(&self, flag: bool) -> PyResult<()> {
+        Ok(self.inner.set_requires_grad(flag)?)
+    }
+    #[pyo3(signature = (requires_grad=true))]
+    fn requires_grad_(slf: Bound<'_, Self>, requires_grad: bool) -> PyResult<Bound<'_, Self>> {
+        slf.get().inner.set_requires_grad(requires_grad)?;
+        Ok(slf)
+    }
+    #[getter]
+    fn get_grad(&self, py: Python<'_>) -> PyResult<Option<Py<PyTensor>>> {
+        self.inner.grad().map(|g| PyTensor::wrap(py, g)).transpose()
+    }
+    #[setter]
+    fn set_grad(&self, grad: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let g = match grad {
+            None => None,
+            Some(g) if g.is_none() => None,
+            Some(g) => Some(super::tensor::expect_tensor(g, "grad")?),
+        };
+        Ok(self.inner.set_grad(g)?)
+    }
+    #[getter]
+    fn grad_fn(&self) -> Option<PyNode> {
+        self.inner.grad_fn().map(|node| PyNode { node })
+    }
+    #[getter]
+    fn is_leaf(&self) -> bool {
+        self.inner.is_leaf()
+    }
+    #[getter]
+    fn _version(&self) -> u64 {
+        self.inner.version()
+    }
+    #[getter]
+    fn data(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        PyTensor::wrap(py, self.inner.detach())
+    }
+    #[getter]
+    fn output_nr(&self) -> usize {
+        self.inner.output_nr()
+    }
+    fn retain_grad(&self) -> PyResult<()> {
+        let t = &self.inner;
+        t.retain_grad()?;
+        if let Some(f) = t.grad_fn() {
+            let mut list = f.retain_grad.lock();
+            let weak = std::sync::Arc::downgrade(&t.0);
+            if !list.iter().any(|(_, w)| w.ptr_eq(&weak)) {
+                list.push((t.output_nr(), weak));
+            }
+        }
+        Ok(())
+    }
+    #[getter]
+    fn retains_grad(&self) -> bool {
+        self.inner.retains_grad() && !self.inner.is_leaf()
+    }
+
+    fn detach(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        PyTensor::wrap(py, self.inner.detach())
+    }
+
+    fn item(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let v = self.inner.item()?;
+        Ok(match self.inner.dtype() {
+            DType::Bool => (v != 0.0).into_pyobject(py)?.to_owned().into_any().unbind(),
+            DType::Int64 => self.inner.to_vec::<i64>()?[0]
+                .into_pyobject(py)?
+                .into_any()
+                .unbind(),
+            _ => v.into_pyobject(py)?.into_any().unbind(),
+        })
+    }
+    fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if self.inner.requires_grad() {
+            return Err(PyRuntimeError::new_err(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.",
+            ));
+        }
+        to_numpy(py, &self.inner)
+    }
+    #[pyo3(signature = (dtype=None, copy=None))]
+    fn __array__<'py>(
+        &self,
+        py: Python<'py>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let _ = copy;
+        let arr = to_numpy(py, &self.inner)?;
+        match dtype {
+            Some(d) if !d.is_none() => arr.call_method1("astype", (d,)),
+            _ => Ok(arr),
+        }
+    }
+    fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_numpy(py, &self.inner)?.call_method0("tolist")
+    }
+    fn __float__(&self) -> PyResult<f64> {
+        Ok(self.inner.item()?)
+    }
+    fn __int__(&self) -> PyResult<i64> {
+        Ok(self.inner.item()? as i64)
+    }
+    fn __index__(&self) -> PyResult<i64> {
+        if self.inner.dtype() != DType::Int64 || self.inner.numel() != 1 {
+            return Err(PyTypeError::new_err(
+                "only integer tensors of a single element can be converted to an index",
+            ));
+        }
+        Ok(self.inner.item()? as i64)
+    }
+    fn __bool__(&self) -> PyResult<bool> {
+        if self.inner.numel() != 1 {
+            return Err(PyRuntimeError::new_err(format!(
+                "Boolean value of Tensor with {} values is ambiguous",
+                self.inner.numel()
+            )));
+        }
+        Ok(self.inner.item()? != 0.0)
+    }
+    fn __len__(&self) -> PyResult<usize> {
+        self.inner
+            .shape()
+            .first()
+            .copied()
+            .ok_or_else(|| PyTypeError::new_err("len() of a 0-d tensor"))
+    }
+    fn __hash__(slf: &Bound<'_, Self>) -> isize {
+        slf.as_ptr() as isize
+    }
+    fn __repr__(&self) -> String {
+        format::format_tensor(&self.inner)
+    }
+    fn __iter__(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let t = &slf.get().inner;
+        if t.ndim() == 0 {
+            return Err(PyTypeError::new_err("iteration over a 0-d tensor"));
+        }
+        let py = slf.py();
+        let items = (0..t.shape()[0])
+            .map(|i| PyTensor::wrap(py, t.index(&[crate::ops::IndexItem::Int(i as isize)])?))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(PyList::new(py, items)?.call_method0("__iter__")?.unbind())
+    }
+
+    /// `to(dtype)`, `to("cpu")`, `to(device, dtype)`, `to(other_tensor)`.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn to(
+        slf: Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let mut dtype: Option<DType> = None;
+        let mut all: Vec<Bound<'_, PyAny>> = args.iter().collect();
+        if let Some(kw) = kwargs {
+            for (k, v) in kw.iter() {
+                match k.extract::<String>()?.as_str() {
+                    "dtype" | "device" | "non_blocking" | "copy" => all.push(v),
+                    other => {
+                        return Err(PyTypeError::new_err(format!(
+                            "to() got an unexpected keyword argument '{other}'"
+                        )))
+                    }
+                }
+            }
+        }
+        for a in &all {
+            if a.is_none() || a.extract::<bool>().is_ok() && !a.is_instance_of::<PyDType>() {
+                continue;
+            }
+            if let Ok(t) = a.cast::<PyTensor>() {
+                dtype = Some(t.get().inner.dtype());
+            } else if let Ok(d) = parse_dtype(a) {
+                dtype = Some(d);
+            } else {
+                super::convert::check_device(Some(a))?;
+            }
+        }
+        let t = &slf.get().inner;
+        match dtype {
+            Some(d) if d != t.dtype() => Ok(PyTensor::wrap(py, t.to_dtype(d)?)?.into_any()),
+            _ => Ok(slf.into_any().unbind()),
+        }
+    }
+    fn float(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        convert_to(slf, DType::Float32)
+    }
+    fn double(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        convert_to(slf, DType::Float64)
+    }
+    fn long(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        convert_to(slf, DType::Int64)
+    }
+    fn bool(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        convert_to(slf, DType::Bool)
+    }
+    fn cpu(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (gradient=None, retain_graph=None, create_graph=false, inputs=None))]
+    fn backward(
+        &self,
+        py: Python<'_>,
+        gradient: Option<&Bound<'_, PyAny>>,
+        retain_graph: Option<bool>,
+        create_graph: bool,
+        inputs: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let grad = match gradient {
+            Some(g) if !g.is_none() => {
+                Some(super::convert::tensor_arg(g, Some(self.inner.dtype()))?)
+            }
+            _ => None,
+        };
+        let inputs = match inputs {
+            Some(i) if !i.is_none() => Some(tensor_list(i, "inputs")?),
+            _ => None,
+        };
+        if inputs.as_ref().is_some_and(|i| i.is_empty()) {
+            return Err(PyValueError::new_err(
+                "'inputs' argument to backward() cannot be empty.",
+            ));
+        }
+        let root = self.inner.clone();
+        let retain = retain_graph.unwrap_or(create_graph);
+        py.detach(|| {
+            crate::autograd::backward(&[root], &[grad], retain, create_graph, inputs.as_deref())
+        })?;
+        Ok(())
+    }
+}
+
+fn convert_to(slf: Bound<'_, PyTensor>, dt: DType) -> PyResult<Py<PyAny>> {
+    let t = &slf.get().inner;
+    if t.dtype() == dt {
+        return Ok(slf.into_any().unbind());
+    }
+    Ok(PyTensor::wrap(slf.py(), t.to_dtype(dt)?)?.into_any())
+}

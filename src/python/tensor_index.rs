@@ -1,0 +1,90 @@
+//! `t[...]` and `t[...] = value`: parsing Python index expressions into the core's `IndexItem`s.
+
+use pyo3::exceptions::{PyIndexError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyInt, PyList, PySlice, PyTuple};
+
+use super::convert::tensor_arg;
+use super::tensor::PyTensor;
+use crate::ops::IndexItem;
+use crate::tensor::dtype::DType;
+
+fn opt_isize(o: Bound<'_, PyAny>) -> PyResult<Option<isize>> {
+    if o.is_none() {
+        Ok(None)
+    } else {
+        Ok(Some(o.call_method0("__index__")?.extract()?))
+    }
+}
+
+fn item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
+    let py = obj.py();
+    if obj.is_none() {
+        return Ok(IndexItem::NewAxis);
+    }
+    if obj.is(py.Ellipsis()) {
+        return Ok(IndexItem::Ellipsis);
+    }
+    if let Ok(t) = obj.cast::<PyTensor>() {
+        let t = &t.get().inner;
+        return match t.dtype() {
+            DType::Bool => Ok(IndexItem::Mask(t.clone())),
+            DType::Int64 if t.numel() == 1 && t.ndim() == 0 => Ok(IndexItem::Int(t.item()? as isize)),
+            other => Err(PyIndexError::new_err(format!(
+                "tensors used as indices must be bool masks or 0-d int64 tensors (got a {other} tensor of shape {:?}); integer-array indexing is not supported",
+                t.shape()
+            ))),
+        };
+    }
+    if obj.is_instance_of::<PyBool>() {
+        return Err(PyIndexError::new_err(
+            "indexing with a Python bool is not supported; use a bool tensor",
+        ));
+    }
+    if obj.is_instance_of::<PyInt>() || (obj.hasattr("__index__")? && !obj.hasattr("shape")?) {
+        return Ok(IndexItem::Int(obj.call_method0("__index__")?.extract()?));
+    }
+    if let Ok(s) = obj.cast::<PySlice>() {
+        let step = opt_isize(s.getattr("step")?)?.unwrap_or(1);
+        return Ok(IndexItem::Slice {
+            start: opt_isize(s.getattr("start")?)?,
+            stop: opt_isize(s.getattr("stop")?)?,
+            step,
+        });
+    }
+    if obj.is_instance_of::<PyList>() || obj.hasattr("__array__")? {
+        let t = super::convert::tensor_from_data(obj, None)?;
+        if t.dtype() == DType::Bool {
+            return Ok(IndexItem::Mask(t));
+        }
+        return Err(PyIndexError::new_err(
+            "integer-array indexing is not supported; use ints, slices, None, ... or a bool mask",
+        ));
+    }
+    Err(PyTypeError::new_err(format!(
+        "invalid index of type {}: use ints, slices, None, ... or a bool mask",
+        obj.get_type().name()?
+    )))
+}
+
+fn items(key: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
+    if let Ok(t) = key.cast::<PyTuple>() {
+        t.iter().map(|o| item(&o)).collect()
+    } else {
+        Ok(vec![item(key)?])
+    }
+}
+
+#[pymethods]
+impl PyTensor {
+    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let its = items(key)?;
+        PyTensor::wrap(py, self.inner.index(&its)?)
+    }
+
+    fn __setitem__(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let its = items(key)?;
+        let v = tensor_arg(value, Some(self.inner.dtype()))?;
+        Ok(self.inner.index_put_(&its, &v)?)
+    }
+}

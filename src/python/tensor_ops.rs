@@ -1,0 +1,547 @@
+//! `Tensor` arithmetic, comparisons, shape and reduction methods: each converts its arguments and
+//! calls the core. Operands may be tensors or Python scalars; an unknown operand type makes a
+//! dunder return `NotImplemented`, as Python expects.
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyInt, PyTuple};
+
+use super::convert::{operand, shape_args, tensor_arg, Operand};
+use super::tensor::{tensor_list, PyTensor};
+use crate::ops::{Binary, Cmp, ScalarOp};
+use crate::{Result, Tensor};
+
+/// Elements above which a kernel runs with the GIL released.
+const DETACH_OVER: usize = 1 << 15;
+
+/// Runs `f` without the GIL when the work is large enough to be worth the switch.
+fn run(py: Python<'_>, size: usize, f: impl FnOnce() -> Result<Tensor> + Send) -> PyResult<Tensor> {
+    if size > DETACH_OVER {
+        Ok(py.detach(f)?)
+    } else {
+        Ok(f()?)
+    }
+}
+
+fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyAny>> {
+    Ok(PyTensor::wrap(py, t)?.into_any())
+}
+
+/// `self (op) other` for a tensor or scalar `other`; `NotImplemented` for anything else.
+fn arith(
+    slf: &PyTensor,
+    py: Python<'_>,
+    other: &Bound<'_, PyAny>,
+    op: Binary,
+    scalar_op: ScalarOp,
+) -> PyResult<Py<PyAny>> {
+    let a = &slf.inner;
+    match operand(other) {
+        Some(Operand::Tensor(b)) => {
+            wrap(py, run(py, a.numel().max(b.numel()), || a.binary(&b, op))?)
+        }
+        Some(Operand::Scalar(s)) => wrap(py, run(py, a.numel(), || a.scalar_op(s, scalar_op))?),
+        None => Ok(py.NotImplemented()),
+    }
+}
+
+/// `other (op) self` for a scalar `other`.
+fn rarith(
+    slf: &PyTensor,
+    py: Python<'_>,
+    other: &Bound<'_, PyAny>,
+    op: Binary,
+    scalar_op: ScalarOp,
+) -> PyResult<Py<PyAny>> {
+    let a = &slf.inner;
+    match operand(other) {
+        Some(Operand::Tensor(b)) => wrap(py, b.binary(a, op)?),
+        Some(Operand::Scalar(s)) => wrap(py, run(py, a.numel(), || a.scalar_op(s, scalar_op))?),
+        None => Ok(py.NotImplemented()),
+    }
+}
+
+/// Named-method form: the operand must be usable.
+fn arith_method(
+    slf: &PyTensor,
+    py: Python<'_>,
+    other: &Bound<'_, PyAny>,
+    op: Binary,
+    scalar_op: ScalarOp,
+) -> PyResult<Py<PyAny>> {
+    let r = arith(slf, py, other, op, scalar_op)?;
+    if r.is(py.NotImplemented()) {
+        return Err(PyTypeError::new_err(format!(
+            "expected a Tensor or a number, got {}",
+            other.get_type().name()?
+        )));
+    }
+    Ok(r)
+}
+
+fn compare(
+    slf: &PyTensor,
+    py: Python<'_>,
+    other: &Bound<'_, PyAny>,
+    op: Cmp,
+) -> PyResult<Py<PyAny>> {
+    match operand(other) {
+        Some(Operand::Tensor(b)) => wrap(py, slf.inner.compare(&b, op)?),
+        Some(Operand::Scalar(s)) => wrap(py, slf.inner.compare_scalar(s, op)?),
+        None => Ok(py.NotImplemented()),
+    }
+}
+
+/// In-place arithmetic; returns the same Python object.
+fn inplace<'py>(
+    slf: Bound<'py, PyTensor>,
+    other: &Bound<'_, PyAny>,
+    op: Binary,
+) -> PyResult<Bound<'py, PyTensor>> {
+    let t = &slf.get().inner;
+    let o = tensor_arg(other, Some(t.dtype()))?;
+    match op {
+        Binary::Add => t.add_(&o)?,
+        Binary::Sub => t.sub_(&o)?,
+        Binary::Mul => t.mul_(&o)?,
+        Binary::Div => t.div_(&o)?,
+        Binary::Pow => t.apply_inplace("pow_", |x| x.pow(&o))?,
+    }
+    Ok(slf)
+}
+
+/// `dim` arguments: None, an int, or a sequence of ints.
+fn dims_arg(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<isize>>> {
+    match dim {
+        None => Ok(None),
+        Some(d) if d.is_none() => Ok(None),
+        Some(d) if d.is_instance_of::<PyInt>() => Ok(Some(vec![d.extract()?])),
+        Some(d) => Ok(Some(
+            d.try_iter()?
+                .map(|x| x?.extract::<isize>())
+                .collect::<PyResult<_>>()?,
+        )),
+    }
+}
+
+#[pymethods]
+impl PyTensor {
+    fn __add__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith(self, py, o, Binary::Add, ScalarOp::Add)
+    }
+    fn __radd__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        rarith(self, py, o, Binary::Add, ScalarOp::Add)
+    }
+    fn __sub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith(self, py, o, Binary::Sub, ScalarOp::Sub)
+    }
+    fn __rsub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        rarith(self, py, o, Binary::Sub, ScalarOp::RSub)
+    }
+    fn __mul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith(self, py, o, Binary::Mul, ScalarOp::Mul)
+    }
+    fn __rmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        rarith(self, py, o, Binary::Mul, ScalarOp::Mul)
+    }
+    fn __truediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith(self, py, o, Binary::Div, ScalarOp::Div)
+    }
+    fn __rtruediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        rarith(self, py, o, Binary::Div, ScalarOp::RDiv)
+    }
+    fn __pow__(
+        &self,
+        py: Python<'_>,
+        o: &Bound<'_, PyAny>,
+        _modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        arith(self, py, o, Binary::Pow, ScalarOp::Pow)
+    }
+    fn __rpow__(
+        &self,
+        py: Python<'_>,
+        o: &Bound<'_, PyAny>,
+        _modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        rarith(self, py, o, Binary::Pow, ScalarOp::RPow)
+    }
+    fn __matmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        match operand(o) {
+            Some(Operand::Tensor(b)) => {
+                let a = self.inner.clone();
+                wrap(py, py.detach(move || a.matmul(&b))?)
+            }
+            _ => Ok(py.NotImplemented()),
+        }
+    }
+    fn __rmatmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        match operand(o) {
+            Some(Operand::Tensor(b)) => {
+                let a = self.inner.clone();
+                wrap(py, py.detach(move || b.matmul(&a))?)
+            }
+            _ => Ok(py.NotImplemented()),
+        }
+    }
+    fn __neg__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        wrap(py, self.inner.neg()?)
+    }
+    fn __pos__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+    fn __abs__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        wrap(py, self.inner.abs()?)
+    }
+    fn __iadd__(slf: Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, o, Binary::Add).map(|_| ())
+    }
+    fn __isub__(slf: Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, o, Binary::Sub).map(|_| ())
+    }
+    fn __imul__(slf: Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, o, Binary::Mul).map(|_| ())
+    }
+    fn __itruediv__(slf: Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(slf, o, Binary::Div).map(|_| ())
+    }
+    fn __lt__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(self, py, o, Cmp::Lt)
+    }
+    fn __le__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(self, py, o, Cmp::Le)
+    }
+    fn __gt__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(self, py, o, Cmp::Gt)
+    }
+    fn __ge__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(self, py, o, Cmp::Ge)
+    }
+    fn __eq__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(self, py, o, Cmp::Eq)
+    }
+    fn __ne__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(self, py, o, Cmp::Ne)
+    }
+    fn __and__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        wrap(py, self.inner.logical(&tensor_arg(o, None)?, '&')?)
+    }
+    fn __or__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        wrap(py, self.inner.logical(&tensor_arg(o, None)?, '|')?)
+    }
+    fn __xor__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        wrap(py, self.inner.logical(&tensor_arg(o, None)?, '^')?)
+    }
+    fn __invert__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        wrap(py, self.inner.logical_not()?)
+    }
+
+    fn add(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith_method(self, py, other, Binary::Add, ScalarOp::Add)
+    }
+    fn sub(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith_method(self, py, other, Binary::Sub, ScalarOp::Sub)
+    }
+    fn mul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith_method(self, py, other, Binary::Mul, ScalarOp::Mul)
+    }
+    fn div(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith_method(self, py, other, Binary::Div, ScalarOp::Div)
+    }
+    fn pow(&self, py: Python<'_>, exponent: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith_method(self, py, exponent, Binary::Pow, ScalarOp::Pow)
+    }
+    fn eq(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(self, py, o, Cmp::Eq)
+    }
+    fn ne(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(self, py, o, Cmp::Ne)
+    }
+    fn lt(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(self, py, o, Cmp::Lt)
+    }
+    fn le(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(self, py, o, Cmp::Le)
+    }
+    fn gt(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(self, py, o, Cmp::Gt)
+    }
+    fn ge(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        compare(self, py, o, Cmp::Ge)
+    }
+
+    fn neg(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        wrap(py, self.inner.neg()?)
+    }
+    fn abs(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        wrap(py, self.inner.abs()?)
+    }
+    fn exp(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        wrap(py, run(py, self.inner.numel(), || self.inner.exp())?)
+    }
+    fn log(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        wrap(py, run(py, self.inner.numel(), || self.inner.log())?)
+    }
+    fn sqrt(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        wrap(py, run(py, self.inner.numel(), || self.inner.sqrt())?)
+    }
+    fn sin(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        wrap(py, run(py, self.inner.numel(), || self.inner.sin())?)
+    }
+    fn cos(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        wrap(py, run(py, self.inner.numel(), || self.inner.cos())?)
+    }
+    fn tanh(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        wrap(py, run(py, self.inner.numel(), || self.inner.tanh())?)
+    }
+    fn sigmoid(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        wrap(py, run(py, self.inner.numel(), || self.inner.sigmoid())?)
+    }
+    fn relu(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        wrap(py, run(py, self.inner.numel(), || self.inner.relu())?)
+    }
+    #[pyo3(signature = (min=None, max=None))]
+    fn clamp(&self, py: Python<'_>, min: Option<f64>, max: Option<f64>) -> PyResult<Py<PyAny>> {
+        wrap(py, self.inner.clamp(min, max)?)
+    }
+    #[pyo3(signature = (min=None, max=None))]
+    fn clip(&self, py: Python<'_>, min: Option<f64>, max: Option<f64>) -> PyResult<Py<PyAny>> {
+        wrap(py, self.inner.clamp(min, max)?)
+    }
+
+    fn mm(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let (a, b) = (
+            self.inner.clone(),
+            super::tensor::expect_tensor(other, "mm's argument")?,
+        );
+        wrap(py, py.detach(move || a.mm(&b))?)
+    }
+    fn matmul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let (a, b) = (
+            self.inner.clone(),
+            super::tensor::expect_tensor(other, "matmul's argument")?,
+        );
+        wrap(py, py.detach(move || a.matmul(&b))?)
+    }
+    fn bmm(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let (a, b) = (
+            self.inner.clone(),
+            super::tensor::expect_tensor(other, "bmm's argument")?,
+        );
+        wrap(py, py.detach(move || a.bmm(&b))?)
+    }
+    fn t(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        wrap(py, self.inner.t()?)
+    }
+    #[getter(T)]
+    fn big_t(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let n = self.inner.ndim() as isize;
+        let dims: Vec<isize> = (0..n).rev().collect();
+        wrap(py, self.inner.permute(&dims)?)
+    }
+    fn transpose(&self, py: Python<'_>, dim0: isize, dim1: isize) -> PyResult<Py<PyAny>> {
+        wrap(py, self.inner.transpose(dim0, dim1)?)
+    }
+    #[pyo3(signature = (*dims))]
+    fn permute(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        wrap(py, self.inner.permute(&shape_args(dims)?)?)
+    }
+    #[pyo3(signature = (*shape))]
+    fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        wrap(py, self.inner.reshape(&shape_args(shape)?)?)
+    }
+    #[pyo3(signature = (*shape))]
+    fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        wrap(py, self.inner.view(&shape_args(shape)?)?)
+    }
+    fn view_as(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let o = super::tensor::expect_tensor(other, "view_as's argument")?;
+        wrap(
+            py,
+            self.inner
+                .view(&o.shape().iter().map(|&d| d as isize).collect::<Vec<_>>())?,
+        )
+    }
+    #[pyo3(signature = (start_dim=0, end_dim=-1))]
+    fn flatten(&self, py: Python<'_>, start_dim: isize, end_dim: isize) -> PyResult<Py<PyAny>> {
+        wrap(py, self.inner.flatten(start_dim, end_dim)?)
+    }
+    fn unsqueeze(&self, py: Python<'_>, dim: isize) -> PyResult<Py<PyAny>> {
+        wrap(py, self.inner.unsqueeze(dim)?)
+    }
+    #[pyo3(signature = (dim=None))]
+    fn squeeze(&self, py: Python<'_>, dim: Option<isize>) -> PyResult<Py<PyAny>> {
+        wrap(
+            py,
+            match dim {
+                Some(d) => self.inner.squeeze_dim(d)?,
+                None => self.inner.squeeze()?,
+            },
+        )
+    }
+    #[pyo3(signature = (*sizes))]
+    fn expand(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        wrap(py, self.inner.expand_signed(&shape_args(sizes)?)?)
+    }
+    fn expand_as(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        wrap(
+            py,
+            self.inner.expand_as(&super::tensor::expect_tensor(
+                other,
+                "expand_as's argument",
+            )?)?,
+        )
+    }
+    fn narrow(
+        &self,
+        py: Python<'_>,
+        dim: isize,
+        start: usize,
+        length: usize,
+    ) -> PyResult<Py<PyAny>> {
+        wrap(py, self.inner.narrow(dim, start, length)?)
+    }
+    fn contiguous(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let t = &slf.get().inner;
+        if t.layout().is_contiguous() {
+            return Ok(slf.into_any().unbind());
+        }
+        wrap(slf.py(), t.contiguous()?)
+    }
+    fn clone(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        wrap(
+            py,
+            run(py, self.inner.numel(), || self.inner.clone_tensor())?,
+        )
+    }
+
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn sum(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let dims = dims_arg(dim)?;
+        wrap(
+            py,
+            run(py, self.inner.numel(), || {
+                self.inner.sum(dims.as_deref(), keepdim)
+            })?,
+        )
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn mean(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let dims = dims_arg(dim)?;
+        wrap(
+            py,
+            run(py, self.inner.numel(), || {
+                self.inner.mean(dims.as_deref(), keepdim)
+            })?,
+        )
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn max(&self, py: Python<'_>, dim: Option<isize>, keepdim: bool) -> PyResult<Py<PyAny>> {
+        match dim {
+            None => wrap(py, self.inner.max_all()?),
+            Some(d) => {
+                let (v, i) = self.inner.max_dim(d, keepdim)?;
+                let cls = py.import("tapegrad._types")?.getattr("max_result")?;
+                Ok(cls
+                    .call1((PyTensor::wrap(py, v)?, PyTensor::wrap(py, i)?))?
+                    .unbind())
+            }
+        }
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn argmax(&self, py: Python<'_>, dim: Option<isize>, keepdim: bool) -> PyResult<Py<PyAny>> {
+        wrap(py, self.inner.argmax(dim, keepdim)?)
+    }
+
+    fn add_<'py>(slf: Bound<'py, Self>, other: &Bound<'_, PyAny>) -> PyResult<Bound<'py, Self>> {
+        inplace(slf, other, Binary::Add)
+    }
+    fn sub_<'py>(slf: Bound<'py, Self>, other: &Bound<'_, PyAny>) -> PyResult<Bound<'py, Self>> {
+        inplace(slf, other, Binary::Sub)
+    }
+    fn mul_<'py>(slf: Bound<'py, Self>, other: &Bound<'_, PyAny>) -> PyResult<Bound<'py, Self>> {
+        inplace(slf, other, Binary::Mul)
+    }
+    fn div_<'py>(slf: Bound<'py, Self>, other: &Bound<'_, PyAny>) -> PyResult<Bound<'py, Self>> {
+        inplace(slf, other, Binary::Div)
+    }
+    fn zero_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        slf.get().inner.zero_()?;
+        Ok(slf)
+    }
+    fn fill_<'py>(slf: Bound<'py, Self>, value: &Bound<'_, PyAny>) -> PyResult<Bound<'py, Self>> {
+        let v = tensor_arg(value, Some(slf.get().inner.dtype()))?;
+        slf.get().inner.copy_(&v)?;
+        Ok(slf)
+    }
+    #[pyo3(signature = (min=None, max=None))]
+    fn clamp_(
+        slf: Bound<'_, Self>,
+        min: Option<f64>,
+        max: Option<f64>,
+    ) -> PyResult<Bound<'_, Self>> {
+        slf.get().inner.clamp_(min, max)?;
+        Ok(slf)
+    }
+    fn copy_<'py>(slf: Bound<'py, Self>, src: &Bound<'_, PyAny>) -> PyResult<Bound<'py, Self>> {
+        let s = tensor_arg(src, Some(slf.get().inner.dtype()))?;
+        slf.get().inner.copy_(&s)?;
+        Ok(slf)
+    }
+    fn masked_fill_<'py>(
+        slf: Bound<'py, Self>,
+        mask: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let m = super::tensor::expect_tensor(mask, "mask")?;
+        let v = tensor_arg(value, Some(slf.get().inner.dtype()))?;
+        slf.get()
+            .inner
+            .index_put_(&[crate::ops::IndexItem::Mask(m)], &v)?;
+        Ok(slf)
+    }
+}
+
+#[pyfunction]
+#[pyo3(signature = (tensors, dim=0))]
+fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: isize) -> PyResult<Py<PyAny>> {
+    let ts = tensor_list(tensors, "cat's tensors")?;
+    wrap(py, Tensor::cat(&ts, dim)?)
+}
+
+#[pyfunction]
+#[pyo3(signature = (tensors, dim=0))]
+fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: isize) -> PyResult<Py<PyAny>> {
+    let ts = tensor_list(tensors, "stack's tensors")?;
+    wrap(py, Tensor::stack(&ts, dim)?)
+}
+
+#[pyfunction]
+fn where_(
+    py: Python<'_>,
+    cond: &Bound<'_, PyAny>,
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyAny>> {
+    let c = tensor_arg(cond, None)?;
+    let ta = tensor_arg(a, None)?;
+    let tb = tensor_arg(b, Some(ta.dtype()))?;
+    wrap(py, Tensor::where_(&c, &ta, &tb)?)
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(cat, m)?)?;
+    m.add_function(wrap_pyfunction!(stack, m)?)?;
+    m.add("where", wrap_pyfunction!(where_, m)?)?;
+    Ok(())
+}

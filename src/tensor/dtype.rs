@@ -1,0 +1,126 @@
+//! Element types and the promotion rule (PyTorch's: float64 > float32 > int64 > bool).
+
+use std::fmt;
+
+/// The element type of a tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    /// `bool`
+    Bool,
+    /// 64-bit signed integer
+    Int64,
+    /// 32-bit float, the default
+    Float32,
+    /// 64-bit float
+    Float64,
+}
+
+impl DType {
+    /// The name users see (`float32`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::Int64 => "int64",
+            DType::Float32 => "float32",
+            DType::Float64 => "float64",
+        }
+    }
+
+    /// Parses a name as written by `name`.
+    pub fn from_name(s: &str) -> Option<DType> {
+        Some(match s {
+            "bool" => DType::Bool,
+            "int64" | "long" => DType::Int64,
+            "float32" | "float" => DType::Float32,
+            "float64" | "double" => DType::Float64,
+            _ => return None,
+        })
+    }
+
+    /// Floating-point types are the ones that can require gradients.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::Float32 | DType::Float64)
+    }
+
+    /// The type two tensor operands are computed in.
+    pub fn promote(self, other: DType) -> DType {
+        self.max(other)
+    }
+
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            DType::Bool => 1,
+            DType::Int64 | DType::Float64 => 8,
+            DType::Float32 => 4,
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A Python-style scalar operand. It does not change a tensor's dtype, except that a float scalar
+/// with an integer or bool tensor computes in float32 (PyTorch's default dtype).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    /// A float
+    Float(f64),
+    /// An integer
+    Int(i64),
+    /// A bool
+    Bool(bool),
+}
+
+impl Scalar {
+    /// The value as f64.
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Scalar::Float(v) => v,
+            Scalar::Int(v) => v as f64,
+            Scalar::Bool(v) => v as u8 as f64,
+        }
+    }
+
+    /// The dtype of a tensor made of this scalar alone.
+    pub fn natural_dtype(self) -> DType {
+        match self {
+            Scalar::Float(_) => DType::Float32,
+            Scalar::Int(_) => DType::Int64,
+            Scalar::Bool(_) => DType::Bool,
+        }
+    }
+
+    /// The dtype an operation between a tensor of `dtype` and this scalar computes in.
+    pub fn result_dtype_with(self, dtype: DType) -> DType {
+        match (self, dtype) {
+            (Scalar::Float(_), DType::Int64 | DType::Bool) => DType::Float32,
+            (Scalar::Int(_), DType::Bool) => DType::Int64,
+            _ => dtype,
+        }
+    }
+}
+
+impl From<f64> for Scalar {
+    fn from(v: f64) -> Self {
+        Scalar::Float(v)
+    }
+}
+impl From<f32> for Scalar {
+    fn from(v: f32) -> Self {
+        Scalar::Float(v as f64)
+    }
+}
+impl From<i64> for Scalar {
+    fn from(v: i64) -> Self {
+        Scalar::Int(v)
+    }
+}
+impl From<bool> for Scalar {
+    fn from(v: bool) -> Self {
+        Scalar::Bool(v)
+    }
+}

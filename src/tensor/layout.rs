@@ -1,0 +1,291 @@
+//! Layout: how a tensor's elements sit in its storage (shape, strides in elements, offset).
+//! Views are new layouts over the same storage; nothing here touches data.
+
+use crate::error::{Error, Result};
+
+/// Shape, strides (in elements, never negative) and offset into the storage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// Extent of each dimension.
+    pub shape: Vec<usize>,
+    /// Step in elements between neighbours along each dimension (0 for broadcast dimensions).
+    pub strides: Vec<usize>,
+    /// Index of the first element in the storage.
+    pub offset: usize,
+}
+
+/// Row-major strides of a shape.
+pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
+    let mut strides = vec![0; shape.len()];
+    let mut acc = 1;
+    for i in (0..shape.len()).rev() {
+        strides[i] = acc;
+        acc *= shape[i].max(1);
+    }
+    strides
+}
+
+/// Number of elements of a shape.
+pub fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+/// Formats a shape the way messages show it: `[3, 4]`.
+pub fn fmt_shape(shape: &[usize]) -> String {
+    format!("{shape:?}")
+}
+
+/// Wraps a possibly negative dimension index into `0..ndim`.
+pub fn wrap_dim(dim: isize, ndim: usize) -> Result<usize> {
+    let n = ndim.max(1) as isize;
+    let d = if dim < 0 { dim + n } else { dim };
+    if d < 0 || d >= n {
+        return Err(Error::index(format!(
+            "Dimension out of range (expected to be in range of [{}, {}], but got {dim})",
+            -n,
+            n - 1
+        )));
+    }
+    Ok(d as usize)
+}
+
+/// The NumPy broadcast of two shapes.
+pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0; n];
+    for i in 0..n {
+        let da = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
+        out[i] = if da == db || db == 1 {
+            da
+        } else if da == 1 {
+            db
+        } else {
+            return Err(Error::shape(format!(
+                "The size of tensor a ({da}) must match the size of tensor b ({db}) at non-singleton \
+                 dimension {i}: shapes {} and {} cannot be broadcast together",
+                fmt_shape(a),
+                fmt_shape(b)
+            )));
+        };
+    }
+    Ok(out)
+}
+
+/// True when `from` can be broadcast to `to` (so a gradient of shape `to` sums down to `from`).
+pub fn is_broadcastable_to(from: &[usize], to: &[usize]) -> bool {
+    if from.len() > to.len() {
+        return false;
+    }
+    let lead = to.len() - from.len();
+    from.iter()
+        .enumerate()
+        .all(|(i, &d)| d == 1 || d == to[lead + i])
+}
+
+impl Layout {
+    /// A fresh row-major layout.
+    pub fn contiguous(shape: &[usize]) -> Self {
+        Layout {
+            shape: shape.to_vec(),
+            strides: contiguous_strides(shape),
+            offset: 0,
+        }
+    }
+
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        numel(&self.shape)
+    }
+
+    /// Row-major and gap-free (size-1 dimensions may have any stride).
+    pub fn is_contiguous(&self) -> bool {
+        let mut expected = 1;
+        for i in (0..self.shape.len()).rev() {
+            if self.shape[i] != 1 {
+                if self.strides[i] != expected {
+                    return false;
+                }
+                expected *= self.shape[i];
+            }
+        }
+        true
+    }
+
+    /// The largest storage index touched, plus one (0 for an empty tensor).
+    pub fn storage_extent(&self) -> usize {
+        if self.numel() == 0 {
+            return 0;
+        }
+        self.offset
+            + self
+                .shape
+                .iter()
+                .zip(&self.strides)
+                .map(|(&d, &s)| (d - 1) * s)
+                .sum::<usize>()
+            + 1
+    }
+
+    /// True when two distinct indices reach the same element (a broadcast view); writing in place
+    /// through such a layout is refused.
+    pub fn has_internal_overlap(&self) -> bool {
+        self.shape
+            .iter()
+            .zip(&self.strides)
+            .any(|(&d, &s)| d > 1 && s == 0)
+    }
+
+    /// Swaps two dimensions.
+    pub fn transpose(&self, d0: usize, d1: usize) -> Self {
+        let mut l = self.clone();
+        l.shape.swap(d0, d1);
+        l.strides.swap(d0, d1);
+        l
+    }
+
+    /// Inserts a size-1 dimension at `dim` (already wrapped into `0..=ndim`).
+    pub fn unsqueeze(&self, dim: usize) -> Self {
+        let mut l = self.clone();
+        let stride = if dim < self.ndim() {
+            self.strides[dim] * self.shape[dim]
+        } else {
+            1
+        };
+        l.shape.insert(dim, 1);
+        l.strides.insert(dim, stride);
+        l
+    }
+
+    /// Removes dimension `dim`, which must have size 1.
+    pub fn squeeze(&self, dim: usize) -> Self {
+        let mut l = self.clone();
+        l.shape.remove(dim);
+        l.strides.remove(dim);
+        l
+    }
+
+    /// A broadcast view to `shape` (stride 0 on the expanded dimensions).
+    pub fn expand(&self, shape: &[usize]) -> Result<Self> {
+        if shape.len() < self.ndim() {
+            return Err(Error::shape(format!(
+                "expand: the number of sizes provided ({}) must be greater or equal to the number of \
+                 dimensions in the tensor ({})",
+                shape.len(),
+                self.ndim()
+            )));
+        }
+        let lead = shape.len() - self.ndim();
+        let mut strides = vec![0; shape.len()];
+        for (i, &target) in shape.iter().enumerate() {
+            if i < lead {
+                continue;
+            }
+            let (d, s) = (self.shape[i - lead], self.strides[i - lead]);
+            strides[i] = if d == target {
+                s
+            } else if d == 1 {
+                0
+            } else {
+                return Err(Error::shape(format!(
+                    "The expanded size of the tensor ({target}) must match the existing size ({d}) at \
+                     non-singleton dimension {i}. Target sizes: {}. Tensor sizes: {}",
+                    fmt_shape(shape),
+                    fmt_shape(&self.shape)
+                )));
+            };
+        }
+        Ok(Layout {
+            shape: shape.to_vec(),
+            strides,
+            offset: self.offset,
+        })
+    }
+
+    /// Elements `start, start+step, ...` below `stop` along `dim` (bounds already clamped).
+    pub fn slice(&self, dim: usize, start: usize, stop: usize, step: usize) -> Self {
+        let mut l = self.clone();
+        let len = if stop > start {
+            (stop - start).div_ceil(step)
+        } else {
+            0
+        };
+        if len > 0 {
+            l.offset += start * self.strides[dim];
+        }
+        l.shape[dim] = len;
+        l.strides[dim] *= step;
+        l
+    }
+
+    /// Index `index` along `dim`, removing the dimension.
+    pub fn select(&self, dim: usize, index: usize) -> Self {
+        let mut l = self.clone();
+        l.offset += index * self.strides[dim];
+        l.shape.remove(dim);
+        l.strides.remove(dim);
+        l
+    }
+
+    /// A view with a new shape, when the strides allow one without copying (contiguous data).
+    pub fn view_as(&self, shape: &[usize]) -> Option<Self> {
+        if self.is_contiguous() {
+            Some(Layout {
+                shape: shape.to_vec(),
+                strides: contiguous_strides(shape),
+                offset: self.offset,
+            })
+        } else {
+            None
+        }
+    }
+}
+
+/// Resolves a requested shape that may contain one `-1` against `numel`.
+pub fn infer_shape(requested: &[isize], numel_in: usize, from: &[usize]) -> Result<Vec<usize>> {
+    let mut infer = None;
+    let mut known = 1usize;
+    for (i, &d) in requested.iter().enumerate() {
+        if d == -1 {
+            if infer.is_some() {
+                return Err(Error::shape("only one dimension can be inferred"));
+            }
+            infer = Some(i);
+        } else if d < 0 {
+            return Err(Error::shape(format!("invalid shape dimension {d}")));
+        } else {
+            known *= d as usize;
+        }
+    }
+    let mut out: Vec<usize> = requested.iter().map(|&d| d.max(0) as usize).collect();
+    if let Some(i) = infer {
+        if known == 0 || !numel_in.is_multiple_of(known) {
+            return Err(Error::shape(format!(
+                "shape '{:?}' is invalid for input of size {numel_in} (from shape {})",
+                requested,
+                fmt_shape(from)
+            )));
+        }
+        out[i] = numel_in / known;
+    } else if known != numel_in {
+        return Err(Error::shape(format!(
+            "shape '{:?}' is invalid for input of size {numel_in} (from shape {})",
+            requested,
+            fmt_shape(from)
+        )));
+    }
+    Ok(out)
+}

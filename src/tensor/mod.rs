@@ -1,0 +1,363 @@
+//! Tensors: a cheap handle (`Arc`) to storage, a layout over it, and autograd metadata.
+
+pub mod create;
+pub mod dtype;
+pub mod element;
+pub mod format;
+pub mod layout;
+pub mod random;
+pub mod storage;
+
+use std::sync::{Arc, Weak};
+
+use ndarray::{ArrayD, ArrayViewD, IxDyn, ShapeBuilder};
+use parking_lot::Mutex;
+
+use crate::autograd::node::Node;
+use crate::error::{Error, Result};
+use dtype::DType;
+use element::Element;
+use layout::Layout;
+use storage::{Buffer, Storage};
+
+/// A tensor handle. Cloning it is cheap and shares everything (it is the same tensor, as two
+/// Python references to one `torch.Tensor` are).
+#[derive(Clone)]
+pub struct Tensor(pub(crate) Arc<TensorImpl>);
+
+/// What a tensor handle points at.
+pub struct TensorImpl {
+    pub(crate) storage: Arc<Storage>,
+    pub(crate) layout: Layout,
+    pub(crate) dtype: DType,
+    /// The tensor this one is a view of (`None` for tensors that own their storage's first use).
+    pub(crate) base: Option<Tensor>,
+    pub(crate) meta: Mutex<AutogradMeta>,
+}
+
+/// Autograd state of one tensor.
+#[derive(Default)]
+pub struct AutogradMeta {
+    /// Set by the user on leaves; true on every output of a recorded operation.
+    pub requires_grad: bool,
+    /// The accumulated gradient (leaves, and non-leaves that `retain_grad`).
+    pub grad: Option<Tensor>,
+    /// The node that produced this tensor; `None` for leaves.
+    pub grad_fn: Option<Arc<Node>>,
+    /// Which output of `grad_fn` this tensor is.
+    pub output_nr: usize,
+    /// The leaf's accumulate-grad node, cached weakly: the graph owns it, the leaf does not.
+    pub grad_accumulator: Weak<Node>,
+    /// Keep `.grad` on a non-leaf.
+    pub retains_grad: bool,
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&format::format_tensor(self))
+    }
+}
+
+impl Tensor {
+    /// A new tensor owning a fresh storage, laid out row-major.
+    pub fn from_buffer(buffer: Buffer, shape: &[usize]) -> Result<Tensor> {
+        if buffer.len() != layout::numel(shape) {
+            return Err(Error::shape(format!(
+                "a buffer of {} elements cannot have shape {}",
+                buffer.len(),
+                layout::fmt_shape(shape)
+            )));
+        }
+        let dtype = buffer.dtype();
+        Ok(Tensor::from_parts(
+            Arc::new(Storage::new(buffer)),
+            Layout::contiguous(shape),
+            dtype,
+            None,
+        ))
+    }
+
+    /// A new tensor from a vector of elements.
+    pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
+        Tensor::from_buffer(T::into_buffer(data), shape)
+    }
+
+    /// A tensor from an owned ndarray.
+    pub fn from_array<T: Element>(arr: ArrayD<T>) -> Tensor {
+        let shape = arr.shape().to_vec();
+        let data = if arr.is_standard_layout() {
+            let (v, off) = arr.into_raw_vec_and_offset();
+            match off {
+                Some(0) | None => v,
+                Some(o) => v[o..].to_vec(),
+            }
+        } else {
+            arr.iter().copied().collect()
+        };
+        Tensor::from_parts(
+            Arc::new(Storage::new(T::into_buffer(data))),
+            Layout::contiguous(&shape),
+            T::DTYPE,
+            None,
+        )
+    }
+
+    pub(crate) fn from_parts(
+        storage: Arc<Storage>,
+        layout: Layout,
+        dtype: DType,
+        base: Option<Tensor>,
+    ) -> Tensor {
+        Tensor(Arc::new(TensorImpl {
+            storage,
+            layout,
+            dtype,
+            base,
+            meta: Mutex::new(AutogradMeta::default()),
+        }))
+    }
+
+    /// A view sharing this tensor's storage (and version counter), with no history.
+    pub(crate) fn alias_with_layout(&self, layout: Layout) -> Tensor {
+        let base = Some(self.0.base.clone().unwrap_or_else(|| self.clone()));
+        Tensor::from_parts(self.0.storage.clone(), layout, self.0.dtype, base)
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.0.layout.shape
+    }
+    /// The strides, in elements.
+    pub fn strides(&self) -> &[usize] {
+        &self.0.layout.strides
+    }
+    /// The layout.
+    pub fn layout(&self) -> &Layout {
+        &self.0.layout
+    }
+    /// The dtype.
+    pub fn dtype(&self) -> DType {
+        self.0.dtype
+    }
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.0.layout.ndim()
+    }
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.0.layout.numel()
+    }
+    /// The shared storage.
+    pub fn storage(&self) -> &Arc<Storage> {
+        &self.0.storage
+    }
+    /// The tensor this is a view of.
+    pub fn base(&self) -> Option<&Tensor> {
+        self.0.base.as_ref()
+    }
+    /// The version counter of the storage (see NOTE [Version counter]).
+    pub fn version(&self) -> u64 {
+        self.0.storage.version()
+    }
+    /// True when both handles are the same tensor.
+    pub fn same(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+    /// True when two tensors share storage.
+    pub fn shares_storage(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0.storage, &other.0.storage)
+    }
+    /// A stable identity for maps.
+    pub fn id(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
+    // ---- autograd metadata ----
+
+    /// Whether gradients flow to or through this tensor.
+    pub fn requires_grad(&self) -> bool {
+        let m = self.0.meta.lock();
+        m.requires_grad || m.grad_fn.is_some()
+    }
+
+    /// Sets `requires_grad` on a leaf. Only floating-point leaves can require gradients.
+    pub fn set_requires_grad(&self, flag: bool) -> Result<()> {
+        let mut m = self.0.meta.lock();
+        if m.grad_fn.is_some() {
+            return Err(Error::autograd(
+                "you can only change requires_grad flags of leaf variables. If you want to use a \
+                 computed variable in a subgraph that doesn't require differentiation use \
+                 var_no_grad = var.detach().",
+            ));
+        }
+        if flag && !self.0.dtype.is_float() {
+            return Err(Error::autograd(format!(
+                "only Tensors of floating point dtype can require gradients (got {})",
+                self.0.dtype
+            )));
+        }
+        m.requires_grad = flag;
+        Ok(())
+    }
+
+    /// Builder form of `set_requires_grad(true)`.
+    pub fn requires_grad_(self, flag: bool) -> Result<Tensor> {
+        self.set_requires_grad(flag)?;
+        Ok(self)
+    }
+
+    /// The accumulated gradient.
+    pub fn grad(&self) -> Option<Tensor> {
+        self.0.meta.lock().grad.clone()
+    }
+
+    /// Replaces the gradient.
+    pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
+        if let Some(g) = &grad {
+            if g.shape() != self.shape() {
+                return Err(Error::shape(format!(
+                    "assigned grad has shape {} but the tensor has shape {}",
+                    layout::fmt_shape(g.shape()),
+                    layout::fmt_shape(self.shape())
+                )));
+            }
+        }
+        self.0.meta.lock().grad = grad;
+        Ok(())
+    }
+
+    /// The node that produced this tensor.
+    pub fn grad_fn(&self) -> Option<Arc<Node>> {
+        self.0.meta.lock().grad_fn.clone()
+    }
+
+    /// Which output of `grad_fn` this tensor is.
+    pub fn output_nr(&self) -> usize {
+        self.0.meta.lock().output_nr
+    }
+
+    /// A leaf has no `grad_fn`.
+    pub fn is_leaf(&self) -> bool {
+        self.0.meta.lock().grad_fn.is_none()
+    }
+
+    /// Keeps `.grad` for a non-leaf after backward.
+    pub fn retain_grad(&self) -> Result<()> {
+        let mut m = self.0.meta.lock();
+        if m.grad_fn.is_none() && !m.requires_grad {
+            return Err(Error::autograd(
+                "can't retain_grad on Tensor that has requires_grad=False",
+            ));
+        }
+        m.retains_grad = true;
+        Ok(())
+    }
+
+    /// Whether `retain_grad` was called.
+    pub fn retains_grad(&self) -> bool {
+        self.0.meta.lock().retains_grad
+    }
+
+    pub(crate) fn set_history(&self, grad_fn: Arc<Node>, output_nr: usize) {
+        let mut m = self.0.meta.lock();
+        m.grad_fn = Some(grad_fn);
+        m.output_nr = output_nr;
+        m.requires_grad = true;
+    }
+
+    /// Same data, same storage and version counter, no history.
+    pub fn detach(&self) -> Tensor {
+        Tensor::from_parts(
+            self.0.storage.clone(),
+            self.0.layout.clone(),
+            self.0.dtype,
+            self.0.base.clone(),
+        )
+    }
+
+    // ---- data access ----
+
+    /// Runs `f` over a strided view of the data (read lock held meanwhile).
+    pub fn with_view<T: Element, R>(&self, f: impl FnOnce(ArrayViewD<'_, T>) -> R) -> Result<R> {
+        let guard = self.0.storage.read();
+        let slice = T::slice(&guard).ok_or_else(|| {
+            Error::dtype(format!(
+                "expected a {} tensor, got {}",
+                T::DTYPE,
+                self.0.dtype
+            ))
+        })?;
+        let l = &self.0.layout;
+        if l.numel() > 0 && l.storage_extent() > slice.len() {
+            return Err(Error::index(
+                "tensor layout reaches past the end of its storage",
+            ));
+        }
+        // SAFETY: the extent check above keeps every index in bounds; the view is read-only, so
+        // stride-0 (broadcast) aliasing is allowed; the read guard outlives the view.
+        let view = unsafe {
+            let ptr = if l.numel() == 0 {
+                slice.as_ptr()
+            } else {
+                slice.as_ptr().add(l.offset)
+            };
+            ArrayViewD::from_shape_ptr(IxDyn(&l.shape).strides(IxDyn(&l.strides)), ptr)
+        };
+        Ok(f(view))
+    }
+
+    /// Runs `f` over the data as one contiguous slice when the layout allows it, else over a copy.
+    pub fn with_contiguous<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
+        if self.0.layout.is_contiguous() {
+            let guard = self.0.storage.read();
+            let slice = T::slice(&guard).ok_or_else(|| {
+                Error::dtype(format!(
+                    "expected a {} tensor, got {}",
+                    T::DTYPE,
+                    self.0.dtype
+                ))
+            })?;
+            let start = self.0.layout.offset;
+            let n = self.numel();
+            if start + n > slice.len() {
+                return Err(Error::index(
+                    "tensor layout reaches past the end of its storage",
+                ));
+            }
+            Ok(f(&slice[start..start + n]))
+        } else {
+            let v = self.to_vec::<T>()?;
+            Ok(f(&v))
+        }
+    }
+
+    /// The elements in row-major order, as a new vector.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        if self.0.layout.is_contiguous() {
+            return self.with_contiguous(|s: &[T]| s.to_vec());
+        }
+        self.with_view(|v: ArrayViewD<T>| v.iter().copied().collect())
+    }
+
+    /// The elements converted to f64, row-major.
+    pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
+        crate::dispatch_all!(self.dtype(), T => Ok(self.to_vec::<T>()?.into_iter().map(|x| x.to_f64()).collect()))
+    }
+
+    /// An owned copy of the data as an ndarray.
+    pub fn to_array<T: Element>(&self) -> Result<ArrayD<T>> {
+        let v = self.to_vec::<T>()?;
+        ArrayD::from_shape_vec(IxDyn(self.shape()), v).map_err(|e| Error::shape(e.to_string()))
+    }
+
+    /// The single value of a one-element tensor, as f64.
+    pub fn item(&self) -> Result<f64> {
+        if self.numel() != 1 {
+            return Err(Error::value(format!(
+                "a Tensor with {} elements cannot be converted to Scalar",
+                self.numel()
+            )));
+        }
+        Ok(self.to_f64_vec()?[0])
+    }
+}

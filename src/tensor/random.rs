@@ -1,0 +1,55 @@
+//! Random factories with one process-wide generator, so `manual_seed` makes runs repeatable.
+
+use std::sync::OnceLock;
+
+use parking_lot::Mutex;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::StandardNormal;
+
+use super::create::check_alloc;
+use super::dtype::DType;
+use super::Tensor;
+use crate::error::{Error, Result};
+
+fn generator() -> &'static Mutex<StdRng> {
+    static GEN: OnceLock<Mutex<StdRng>> = OnceLock::new();
+    GEN.get_or_init(|| Mutex::new(StdRng::seed_from_u64(0x7a9e_5eed)))
+}
+
+/// Reseeds the generator.
+pub fn manual_seed(seed: u64) {
+    *generator().lock() = StdRng::seed_from_u64(seed);
+}
+
+fn float_only(dtype: DType, what: &str) -> Result<()> {
+    if dtype.is_float() {
+        Ok(())
+    } else {
+        Err(Error::dtype(format!(
+            "{what} is only implemented for floating-point dtypes, got {dtype}"
+        )))
+    }
+}
+
+impl Tensor {
+    /// Standard normal samples.
+    pub fn randn(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        float_only(dtype, "randn")?;
+        let n = check_alloc(shape, dtype)?;
+        let mut g = generator().lock();
+        let v: Vec<f64> = (0..n).map(|_| g.sample::<f64, _>(StandardNormal)).collect();
+        drop(g);
+        Tensor::from_vec(v, shape)?.to_dtype(dtype)
+    }
+
+    /// Uniform samples in `[0, 1)`.
+    pub fn rand(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        float_only(dtype, "rand")?;
+        let n = check_alloc(shape, dtype)?;
+        let mut g = generator().lock();
+        let v: Vec<f64> = (0..n).map(|_| g.random::<f64>()).collect();
+        drop(g);
+        Tensor::from_vec(v, shape)?.to_dtype(dtype)
+    }
+}
