@@ -90,12 +90,7 @@ impl fmt::Display for SavedTensorModified {
             "one of the tensors needed for gradient computation has been modified by an inplace \
              operation: the {} tensor of shape {:?} saved by {} is at version {}; expected version {} \
              instead. It was modified by {}.",
-            self.dtype,
-            self.shape,
-            self.saved_by,
-            self.current_version,
-            self.saved_version,
-            self.modified_by
+            self.dtype, self.shape, self.saved_by, self.current_version, self.saved_version, self.modified_by
         )?;
         match (&self.saved_at, &self.modified_at) {
             (None, None) => write!(

@@ -26,9 +26,7 @@ pub mod tensor;
 #[cfg(feature = "python")]
 mod python;
 
-pub use autograd::{
-    apply_custom, backward, grad, is_grad_enabled, set_grad_enabled, CustomOp, GradModeGuard,
-};
+pub use autograd::{apply_custom, backward, grad, is_grad_enabled, set_grad_enabled, CustomOp, GradModeGuard};
 pub use error::{Error, Result};
 pub use tensor::dtype::{DType, Scalar};
 pub use tensor::random::manual_seed;

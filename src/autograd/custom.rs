@@ -34,9 +34,7 @@ impl ForwardCtx {
     /// Keeps tensors for backward, version-checked when read back. At most once per call.
     pub fn save_for_backward(&mut self, tensors: &[Tensor]) -> Result<()> {
         if self.to_save.is_some() {
-            return Err(Error::autograd(
-                "save_for_backward can be called at most once in forward",
-            ));
+            return Err(Error::autograd("save_for_backward can be called at most once in forward"));
         }
         self.to_save = Some(tensors.to_vec());
         Ok(())
@@ -94,15 +92,8 @@ pub trait CustomOp: Send + Sync + 'static {
     fn forward(&mut self, ctx: &mut ForwardCtx, inputs: &[Tensor]) -> Result<Vec<Tensor>>;
 
     /// One gradient per input from one gradient per output. The default says it is not supported.
-    fn backward(
-        &self,
-        _ctx: &BackwardCtx<'_>,
-        _grad_outputs: Vec<Option<Tensor>>,
-    ) -> Result<Vec<Option<Tensor>>> {
-        Err(Error::autograd(format!(
-            "the custom operation {} does not implement backward",
-            self.name()
-        )))
+    fn backward(&self, _ctx: &BackwardCtx<'_>, _grad_outputs: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        Err(Error::autograd(format!("the custom operation {} does not implement backward", self.name())))
     }
 
     /// The name of tensor input `i`, for messages.
@@ -139,10 +130,7 @@ impl<Op: CustomOp> Backward for CustomBackward<Op> {
         } else {
             grads
         };
-        let ctx = BackwardCtx {
-            node,
-            needs_input_grad: &self.needs_input_grad,
-        };
+        let ctx = BackwardCtx { node, needs_input_grad: &self.needs_input_grad };
         self.op.backward(&ctx, grads)
     }
     fn release(&self) {
@@ -164,15 +152,9 @@ pub fn apply_custom<Op: CustomOp>(op: Op, inputs: &[Tensor]) -> Result<Vec<Tenso
 }
 
 /// `apply_custom`, also returning the recorded node (none when nothing needed a gradient).
-pub fn apply_custom_with_node<Op: CustomOp>(
-    mut op: Op,
-    inputs: &[Tensor],
-) -> Result<(Vec<Tensor>, Option<Arc<Node>>)> {
+pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Result<(Vec<Tensor>, Option<Arc<Node>>)> {
     let recording = is_grad_enabled();
-    let needs: Vec<bool> = inputs
-        .iter()
-        .map(|t| recording && t.requires_grad())
-        .collect();
+    let needs: Vec<bool> = inputs.iter().map(|t| recording && t.requires_grad()).collect();
     let mut ctx = ForwardCtx::new(needs.clone());
     let detached: Vec<Tensor> = inputs.iter().map(|t| t.detach()).collect();
     let raw = {
@@ -180,17 +162,13 @@ pub fn apply_custom_with_node<Op: CustomOp>(
         op.forward(&mut ctx, &detached)?
     };
     let name = op.name();
-    let find_input =
-        |t: &Tensor| (0..inputs.len()).find(|&j| t.same(&inputs[j]) || t.same(&detached[j]));
+    let find_input = |t: &Tensor| (0..inputs.len()).find(|&j| t.same(&inputs[j]) || t.same(&detached[j]));
 
     // Dirty inputs: must be inputs, must be returned, must not be leaves that require grad.
     let mut dirty_inputs = Vec::new();
     for d in &ctx.dirty {
-        let j = find_input(d).ok_or_else(|| {
-            Error::autograd(format!(
-                "{name}: mark_dirty only accepts input tensors of forward"
-            ))
-        })?;
+        let j = find_input(d)
+            .ok_or_else(|| Error::autograd(format!("{name}: mark_dirty only accepts input tensors of forward")))?;
         if !raw.iter().any(|o| find_input(o) == Some(j)) {
             return Err(Error::autograd(format!(
                 "{name}: an input marked dirty with mark_dirty must be returned as an output of forward \
@@ -205,10 +183,9 @@ pub fn apply_custom_with_node<Op: CustomOp>(
                 op.input_name(j)
             )));
         }
-        inputs[j].storage().bump_version(
-            Cow::Owned(format!("{name}.forward (mark_dirty)")),
-            super::anomaly::current_location(),
-        );
+        inputs[j]
+            .storage()
+            .bump_version(Cow::Owned(format!("{name}.forward (mark_dirty)")), super::anomaly::current_location());
         dirty_inputs.push(j);
     }
 
@@ -232,11 +209,7 @@ pub fn apply_custom_with_node<Op: CustomOp>(
         .unwrap_or_default()
         .into_iter()
         .map(|t| {
-            if let Some(i) = raw
-                .iter()
-                .position(|o| o.same(&t))
-                .or_else(|| outputs.iter().position(|o| o.same(&t)))
-            {
+            if let Some(i) = raw.iter().position(|o| o.same(&t)).or_else(|| outputs.iter().position(|o| o.same(&t))) {
                 if find_input(&t).is_none() {
                     return Save::Output(i);
                 }
@@ -247,24 +220,11 @@ pub fn apply_custom_with_node<Op: CustomOp>(
             }
         })
         .collect();
-    let differentiable: Vec<bool> = raw
-        .iter()
-        .map(|o| !is_non_diff(o) && o.dtype().is_float())
-        .collect();
-    let formula = CustomBackward {
-        op,
-        needs_input_grad: needs,
-        materialize_grads: ctx.materialize_grads,
-    };
+    let differentiable: Vec<bool> = raw.iter().map(|o| !is_non_diff(o) && o.dtype().is_float()).collect();
+    let formula = CustomBackward { op, needs_input_grad: needs, materialize_grads: ctx.materialize_grads };
     let input_refs: Vec<&Tensor> = inputs.iter().collect();
     let output_refs: Vec<&Tensor> = outputs.iter().collect();
-    let node = build_node(
-        Cow::Owned(format!("{name}Backward")),
-        &input_refs,
-        &output_refs,
-        Box::new(formula),
-        saves,
-    );
+    let node = build_node(Cow::Owned(format!("{name}Backward")), &input_refs, &output_refs, Box::new(formula), saves);
     for (i, o) in outputs.iter().enumerate() {
         if differentiable[i] {
             o.set_history(node.clone(), i);
@@ -289,11 +249,7 @@ impl Backward for DelayedError {
 }
 
 /// Wraps the gradients of a `once_differentiable` node so that a second differentiation fails.
-pub(crate) fn delay_error(
-    name: &str,
-    upstream: &[Tensor],
-    grads: Vec<Option<Tensor>>,
-) -> Result<Vec<Option<Tensor>>> {
+pub(crate) fn delay_error(name: &str, upstream: &[Tensor], grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
     if upstream.is_empty() {
         return Ok(grads);
     }
@@ -307,9 +263,7 @@ pub(crate) fn delay_error(
                     Cow::Borrowed("DelayedError"),
                     &inputs,
                     &[&out],
-                    Box::new(DelayedError {
-                        name: name.to_string(),
-                    }),
+                    Box::new(DelayedError { name: name.to_string() }),
                     Vec::new(),
                 );
                 out.set_history(node, 0);

@@ -70,9 +70,7 @@ pub fn grad(
     }
     for (i, t) in inputs.iter().enumerate() {
         if !t.requires_grad() {
-            return Err(Error::autograd(format!(
-                "input {i} of grad does not require grad"
-            )));
+            return Err(Error::autograd(format!("input {i} of grad does not require grad")));
         }
     }
     let grads = run(roots, grad_roots, retain_graph, create_graph, inputs)?;
@@ -101,11 +99,7 @@ fn run(
     capture: &[Tensor],
 ) -> Result<Vec<Option<Tensor>>> {
     if roots.len() != grad_roots.len() {
-        return Err(Error::value(format!(
-            "got {} tensors and {} gradients",
-            roots.len(),
-            grad_roots.len()
-        )));
+        return Err(Error::value(format!("got {} tensors and {} gradients", roots.len(), grad_roots.len())));
     }
     let _mode = GradModeGuard::new(create_graph);
 
@@ -113,9 +107,7 @@ fn run(
     let mut seeds: Vec<(Edge, Tensor)> = Vec::with_capacity(roots.len());
     for (i, (root, g)) in roots.iter().zip(grad_roots).enumerate() {
         let edge = gradient_edge(root).ok_or_else(|| {
-            Error::autograd(format!(
-                "element {i} of tensors does not require grad and does not have a grad_fn"
-            ))
+            Error::autograd(format!("element {i} of tensors does not require grad and does not have a grad_fn"))
         })?;
         let g = match g {
             Some(g) => {
@@ -167,27 +159,14 @@ fn run(
         .iter()
         .map(|t| {
             let edge = match t.grad_fn() {
-                Some(f) => Some(Edge {
-                    node: f,
-                    input_nr: t.output_nr(),
-                }),
-                None => t.0.meta.lock().grad_accumulator.upgrade().map(|n| Edge {
-                    node: n,
-                    input_nr: 0,
-                }),
+                Some(f) => Some(Edge { node: f, input_nr: t.output_nr() }),
+                None => t.0.meta.lock().grad_accumulator.upgrade().map(|n| Edge { node: n, input_nr: 0 }),
             };
             edge.filter(|e| nodes.contains_key(&id(&e.node)))
-                .map(|e| Target {
-                    node: id(&e.node),
-                    input_nr: e.input_nr,
-                })
+                .map(|e| Target { node: id(&e.node), input_nr: e.input_nr })
         })
         .collect();
-    let must_run = if capture.is_empty() {
-        None
-    } else {
-        Some(nodes_leading_to(&nodes, &targets))
-    };
+    let must_run = if capture.is_empty() { None } else { Some(nodes_leading_to(&nodes, &targets)) };
 
     // 2. Seed the buffers.
     let mut buffers: HashMap<NodeId, Vec<Option<Tensor>>> = HashMap::new();
@@ -212,9 +191,7 @@ fn run(
             }
         }
         let node = nodes[&nid].clone();
-        let grads = buffers
-            .remove(&nid)
-            .unwrap_or_else(|| vec![None; node.num_outputs().max(1)]);
+        let grads = buffers.remove(&nid).unwrap_or_else(|| vec![None; node.num_outputs().max(1)]);
         for (k, t) in targets.iter().enumerate() {
             if let Some(t) = t {
                 if t.node == nid {
@@ -252,12 +229,8 @@ fn run(
 }
 
 /// For each node: must it run so that a gradient reaches a capture target below it?
-fn nodes_leading_to(
-    nodes: &HashMap<NodeId, Arc<Node>>,
-    targets: &[Option<Target>],
-) -> HashMap<NodeId, bool> {
-    let is_target: std::collections::HashSet<NodeId> =
-        targets.iter().flatten().map(|t| t.node).collect();
+fn nodes_leading_to(nodes: &HashMap<NodeId, Arc<Node>>, targets: &[Option<Target>]) -> HashMap<NodeId, bool> {
+    let is_target: std::collections::HashSet<NodeId> = targets.iter().flatten().map(|t| t.node).collect();
     let mut memo: HashMap<NodeId, bool> = HashMap::new();
     // Iterative post-order: a node runs when one of its children is a target or runs.
     for (&start, start_node) in nodes {
@@ -287,15 +260,9 @@ fn nodes_leading_to(
     memo
 }
 
-fn add_to_buffer(
-    buffers: &mut HashMap<NodeId, Vec<Option<Tensor>>>,
-    edge: &Edge,
-    g: Tensor,
-) -> Result<()> {
+fn add_to_buffer(buffers: &mut HashMap<NodeId, Vec<Option<Tensor>>>, edge: &Edge, g: Tensor) -> Result<()> {
     let n = edge.node.num_outputs().max(edge.input_nr + 1);
-    let buf = buffers
-        .entry(id(&edge.node))
-        .or_insert_with(|| vec![None; n]);
+    let buf = buffers.entry(id(&edge.node)).or_insert_with(|| vec![None; n]);
     let slot = &mut buf[edge.input_nr];
     *slot = Some(match slot.take() {
         None => g,
@@ -320,19 +287,10 @@ fn retain_grads(node: &Node, grads: &[Option<Tensor>]) -> Result<()> {
     Ok(())
 }
 
-fn call_node(
-    node: &Arc<Node>,
-    grads: Vec<Option<Tensor>>,
-    create_graph: bool,
-) -> Result<Vec<Option<Tensor>>> {
+fn call_node(node: &Arc<Node>, grads: Vec<Option<Tensor>>, create_graph: bool) -> Result<Vec<Option<Tensor>>> {
     if create_graph && !node.formula().differentiable_twice() {
         // Run the formula unrecorded; its results get a node that refuses a second differentiation.
-        let upstream: Vec<Tensor> = grads
-            .iter()
-            .flatten()
-            .filter(|g| g.requires_grad())
-            .cloned()
-            .collect();
+        let upstream: Vec<Tensor> = grads.iter().flatten().filter(|g| g.requires_grad()).cloned().collect();
         let out = {
             let _off = GradModeGuard::no_grad();
             validate(node, node.apply(grads)?)?
@@ -345,10 +303,7 @@ fn call_node(
         for (i, g) in out.iter().enumerate() {
             if let Some(g) = g {
                 if g.dtype().is_float() && g.to_f64_vec()?.iter().any(|v| v.is_nan()) {
-                    let at = node
-                        .created_at()
-                        .map(|w| format!("\nThe node was created at:\n{w}"))
-                        .unwrap_or_default();
+                    let at = node.created_at().map(|w| format!("\nThe node was created at:\n{w}")).unwrap_or_default();
                     return Err(Error::Anomaly(format!(
                         "Function '{}' returned nan values in its {}th output.{at}",
                         node.name(),
@@ -412,9 +367,7 @@ pub(crate) fn accumulate_into(t: &Tensor, g: Tensor) -> Result<()> {
         None => {
             if recording {
                 g
-            } else if Arc::strong_count(&g.0) == 1
-                && Arc::strong_count(g.storage()) == 1
-                && g.layout().is_contiguous()
+            } else if Arc::strong_count(&g.0) == 1 && Arc::strong_count(g.storage()) == 1 && g.layout().is_contiguous()
             {
                 g.detach()
             } else {

@@ -24,9 +24,7 @@ pub struct GradModeGuard {
 impl GradModeGuard {
     /// Enters a scope with grad mode `flag`.
     pub fn new(flag: bool) -> Self {
-        GradModeGuard {
-            prev: set_grad_enabled(flag),
-        }
+        GradModeGuard { prev: set_grad_enabled(flag) }
     }
     /// `no_grad`.
     pub fn no_grad() -> Self {

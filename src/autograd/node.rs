@@ -34,10 +34,7 @@ pub struct TensorMeta {
 impl TensorMeta {
     /// The meta of a tensor.
     pub fn of(t: &Tensor) -> Self {
-        TensorMeta {
-            shape: t.shape().to_vec(),
-            dtype: t.dtype(),
-        }
+        TensorMeta { shape: t.shape().to_vec(), dtype: t.dtype() }
     }
 }
 
@@ -143,9 +140,7 @@ impl Node {
     }
 
     pub(crate) fn formula(&self) -> &dyn Backward {
-        self.backward
-            .as_deref()
-            .expect("a node's formula is only taken in drop")
+        self.backward.as_deref().expect("a node's formula is only taken in drop")
     }
 
     /// Runs the backward formula.
@@ -264,19 +259,13 @@ impl Backward for AccumulateGrad {
 pub fn gradient_edge(t: &Tensor) -> Option<Edge> {
     let mut m = t.0.meta.lock();
     if let Some(f) = &m.grad_fn {
-        return Some(Edge {
-            node: f.clone(),
-            input_nr: m.output_nr,
-        });
+        return Some(Edge { node: f.clone(), input_nr: m.output_nr });
     }
     if !m.requires_grad {
         return None;
     }
     if let Some(acc) = m.grad_accumulator.upgrade() {
-        return Some(Edge {
-            node: acc,
-            input_nr: 0,
-        });
+        return Some(Edge { node: acc, input_nr: 0 });
     }
     let meta = TensorMeta::of(t);
     let acc = Arc::new(Node::new(
@@ -285,13 +274,8 @@ pub fn gradient_edge(t: &Tensor) -> Option<Edge> {
         vec![Some(meta.clone())],
         vec![meta],
         Vec::new(),
-        Box::new(AccumulateGrad {
-            variable: t.clone(),
-        }),
+        Box::new(AccumulateGrad { variable: t.clone() }),
     ));
     m.grad_accumulator = Arc::downgrade(&acc);
-    Some(Edge {
-        node: acc,
-        input_nr: 0,
-    })
+    Some(Edge { node: acc, input_nr: 0 })
 }

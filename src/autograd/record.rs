@@ -32,13 +32,7 @@ pub(crate) fn record<B: Backward + 'static>(
         return;
     }
     let (formula, saves) = make();
-    record_node(
-        Cow::Borrowed(name),
-        inputs,
-        outputs,
-        Box::new(formula),
-        saves,
-    );
+    record_node(Cow::Borrowed(name), inputs, outputs, Box::new(formula), saves);
 }
 
 /// Builds the node for `outputs = op(inputs)` and gives the outputs their history.

@@ -63,10 +63,7 @@ impl SavedTensor {
                 dtype: self.data.dtype().name().to_string(),
                 shape: self.data.shape().to_vec(),
                 saved_by: saved_by.to_string(),
-                modified_by: write
-                    .as_ref()
-                    .map(|w| w.op.to_string())
-                    .unwrap_or_else(|| "an unknown operation".into()),
+                modified_by: write.as_ref().map(|w| w.op.to_string()).unwrap_or_else(|| "an unknown operation".into()),
                 saved_version: self.saved_version,
                 current_version: current,
                 saved_at: self.saved_at.clone(),

@@ -174,13 +174,9 @@ impl Binary {
                 Binary::Add => zip(a, b, |x: i64, y: i64| x.wrapping_add(y)),
                 Binary::Sub => zip(a, b, |x: i64, y: i64| x.wrapping_sub(y)),
                 Binary::Mul => zip(a, b, |x: i64, y: i64| x.wrapping_mul(y)),
-                Binary::Pow => zip(a, b, |x: i64, y: i64| {
-                    if y < 0 {
-                        0
-                    } else {
-                        x.wrapping_pow(y.min(u32::MAX as i64) as u32)
-                    }
-                }),
+                Binary::Pow => {
+                    zip(a, b, |x: i64, y: i64| if y < 0 { 0 } else { x.wrapping_pow(y.min(u32::MAX as i64) as u32) })
+                }
                 Binary::Div => Err(Error::dtype("integer division goes through float32")),
             },
             dt => dispatch_float!(dt, "arithmetic", T => self.float_kernel::<T>(a, b)),
@@ -212,29 +208,18 @@ impl Backward for BinaryBackward {
             Binary::Sub => (Some(g.clone()), if need(1) { Some(g.neg()?) } else { None }),
             Binary::Mul => {
                 let (a, b) = (&saved[0], &saved[1]);
-                (
-                    if need(0) { Some(g.mul(b)?) } else { None },
-                    if need(1) { Some(g.mul(a)?) } else { None },
-                )
+                (if need(0) { Some(g.mul(b)?) } else { None }, if need(1) { Some(g.mul(a)?) } else { None })
             }
             Binary::Div => {
                 let (a, b) = (&saved[0], &saved[1]);
                 (
                     if need(0) { Some(g.div(b)?) } else { None },
-                    if need(1) {
-                        Some(g.mul(a)?.div(&b.mul(b)?)?.neg()?)
-                    } else {
-                        None
-                    },
+                    if need(1) { Some(g.mul(a)?.div(&b.mul(b)?)?.neg()?) } else { None },
                 )
             }
             Binary::Pow => {
                 let (a, b, out) = (&saved[0], &saved[1], &saved[2]);
-                let ga = if need(0) {
-                    Some(g.mul(b)?.mul(&a.pow(&b.sub_scalar(1.0)?)?)?)
-                } else {
-                    None
-                };
+                let ga = if need(0) { Some(g.mul(b)?.mul(&a.pow(&b.sub_scalar(1.0)?)?)?) } else { None };
                 let gb = if need(1) {
                     // d/db a^b = a^b ln a, taken as 0 where a == 0 (the limit for b > 0).
                     let zero = a.detach().eq_scalar(0.0)?;
@@ -287,9 +272,7 @@ impl ScalarOp {
         let d = s.result_dtype_with(t);
         match (self, d) {
             (ScalarOp::Div | ScalarOp::RDiv, DType::Int64 | DType::Bool) => DType::Float32,
-            (ScalarOp::Pow | ScalarOp::RPow, DType::Int64)
-                if s.as_f64() < 0.0 || s.as_f64().fract() != 0.0 =>
-            {
+            (ScalarOp::Pow | ScalarOp::RPow, DType::Int64) if s.as_f64() < 0.0 || s.as_f64().fract() != 0.0 => {
                 DType::Float32
             }
             (_, DType::Bool) => DType::Int64,
@@ -307,13 +290,8 @@ impl ScalarOp {
                     ScalarOp::RSub => map(x, move |a: i64| v.wrapping_sub(a)),
                     ScalarOp::Mul => map(x, move |a: i64| a.wrapping_mul(v)),
                     ScalarOp::Pow => map(x, move |a: i64| a.wrapping_pow(v as u32)),
-                    ScalarOp::RPow => map(
-                        x,
-                        move |a: i64| if a < 0 { 0 } else { v.wrapping_pow(a as u32) },
-                    ),
-                    ScalarOp::Div | ScalarOp::RDiv => {
-                        Err(Error::dtype("integer division goes through float32"))
-                    }
+                    ScalarOp::RPow => map(x, move |a: i64| if a < 0 { 0 } else { v.wrapping_pow(a as u32) }),
+                    ScalarOp::Div | ScalarOp::RDiv => Err(Error::dtype("integer division goes through float32")),
                 }
             }
             dt => dispatch_float!(dt, "arithmetic", T => {
@@ -413,10 +391,7 @@ impl Backward for ClampBackward {
             return Ok(vec![None]);
         };
         let x = node.unpack_saved()?[0].detach();
-        let (lo, hi) = (
-            self.min.unwrap_or(f64::NEG_INFINITY),
-            self.max.unwrap_or(f64::INFINITY),
-        );
+        let (lo, hi) = (self.min.unwrap_or(f64::NEG_INFINITY), self.max.unwrap_or(f64::INFINITY));
         let mask = dispatch_float!(x.dtype(), "clamp", T => map(&x, move |v: T| {
             let v = v.to_f64();
             if v >= lo && v <= hi { T::one() } else { T::zero() }
@@ -436,16 +411,8 @@ impl Backward for WhereBackward {
         let zero = Tensor::scalar_tensor(Scalar::Float(0.0), g.dtype())?;
         let need = |i: usize| node.next_edges()[i].is_some();
         Ok(vec![
-            if need(0) {
-                Some(Tensor::where_(cond, &g, &zero)?)
-            } else {
-                None
-            },
-            if need(1) {
-                Some(Tensor::where_(cond, &zero, &g)?)
-            } else {
-                None
-            },
+            if need(0) { Some(Tensor::where_(cond, &g, &zero)?) } else { None },
+            if need(1) { Some(Tensor::where_(cond, &zero, &g)?) } else { None },
         ])
     }
 }
@@ -465,13 +432,11 @@ impl Tensor {
         }
         if self.dtype() == DType::Bool {
             return self
-                .to_dtype(
-                    if matches!(op, Unary::Neg | Unary::Abs | Unary::Sign | Unary::Relu) {
-                        DType::Int64
-                    } else {
-                        DType::Float32
-                    },
-                )?
+                .to_dtype(if matches!(op, Unary::Neg | Unary::Abs | Unary::Sign | Unary::Relu) {
+                    DType::Int64
+                } else {
+                    DType::Float32
+                })?
                 .unary(op);
         }
         let out = dispatch_float!(self.dtype(), op.node_name(), T => op.kernel::<T>(self)?);
@@ -540,11 +505,7 @@ impl Tensor {
             let saves = match op {
                 Binary::Add | Binary::Sub => vec![],
                 Binary::Mul | Binary::Div => vec![Save::Input(a.clone()), Save::Input(b.clone())],
-                Binary::Pow => vec![
-                    Save::Input(a.clone()),
-                    Save::Input(b.clone()),
-                    Save::Output(0),
-                ],
+                Binary::Pow => vec![Save::Input(a.clone()), Save::Input(b.clone()), Save::Output(0)],
             };
             (BinaryBackward(op), saves)
         });
@@ -633,18 +594,9 @@ impl Tensor {
     /// Element-wise comparison with a scalar.
     pub fn compare_scalar(&self, s: impl Into<Scalar>, op: Cmp) -> Result<Tensor> {
         let s = s.into();
-        let dt = s
-            .result_dtype_with(self.dtype())
-            .promote(if let Scalar::Int(_) = s {
-                DType::Int64
-            } else {
-                DType::Bool
-            });
-        let dt = if self.dtype().is_float() {
-            self.dtype()
-        } else {
-            dt
-        };
+        let dt =
+            s.result_dtype_with(self.dtype()).promote(if let Scalar::Int(_) = s { DType::Int64 } else { DType::Bool });
+        let dt = if self.dtype().is_float() { self.dtype() } else { dt };
         let x = self.detach().to_dtype(dt)?;
         dispatch_all!(dt, T => {
             let v: T = match s {
@@ -696,14 +648,9 @@ impl Tensor {
     /// Limits every element to `[min, max]`; either bound may be absent.
     pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
         if min.is_none() && max.is_none() {
-            return Err(Error::value(
-                "torch.clamp: At least one of 'min' or 'max' must not be None",
-            ));
+            return Err(Error::value("torch.clamp: At least one of 'min' or 'max' must not be None"));
         }
-        let (lo, hi) = (
-            min.unwrap_or(f64::NEG_INFINITY),
-            max.unwrap_or(f64::INFINITY),
-        );
+        let (lo, hi) = (min.unwrap_or(f64::NEG_INFINITY), max.unwrap_or(f64::INFINITY));
         let out = match self.dtype() {
             DType::Int64 => {
                 let (lo, hi) = (
@@ -717,9 +664,7 @@ impl Tensor {
                 map(self, move |x: T| if x < l { l } else if x > h { h } else { x })?
             }),
         };
-        record("ClampBackward", &[self], &[&out], || {
-            (ClampBackward { min, max }, vec![Save::Input(self.clone())])
-        });
+        record("ClampBackward", &[self], &[&out], || (ClampBackward { min, max }, vec![Save::Input(self.clone())]));
         Ok(out)
     }
 
@@ -738,9 +683,7 @@ impl Tensor {
                 })
             })
         })???);
-        record("WhereBackward", &[&a, &b], &[&out], || {
-            (WhereBackward, vec![Save::Input(c.clone())])
-        });
+        record("WhereBackward", &[&a, &b], &[&out], || (WhereBackward, vec![Save::Input(c.clone())]));
         Ok(out)
     }
 

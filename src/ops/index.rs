@@ -42,25 +42,12 @@ fn clamp_bound(b: Option<isize>, len: usize, default: usize) -> usize {
 
 /// The layout after applying basic index items (no masks).
 fn basic_layout(t: &Tensor, items: &[IndexItem]) -> Result<Layout> {
-    let consumed = items
-        .iter()
-        .filter(|i| matches!(i, IndexItem::Int(_) | IndexItem::Slice { .. }))
-        .count();
-    if items
-        .iter()
-        .filter(|i| matches!(i, IndexItem::Ellipsis))
-        .count()
-        > 1
-    {
-        return Err(Error::index(
-            "an index can only have a single ellipsis ('...')",
-        ));
+    let consumed = items.iter().filter(|i| matches!(i, IndexItem::Int(_) | IndexItem::Slice { .. })).count();
+    if items.iter().filter(|i| matches!(i, IndexItem::Ellipsis)).count() > 1 {
+        return Err(Error::index("an index can only have a single ellipsis ('...')"));
     }
     if consumed > t.ndim() {
-        return Err(Error::index(format!(
-            "too many indices for tensor of dimension {} (got {consumed})",
-            t.ndim()
-        )));
+        return Err(Error::index(format!("too many indices for tensor of dimension {} (got {consumed})", t.ndim())));
     }
     let mut layout = t.layout().clone();
     let mut dim = 0usize;
@@ -100,11 +87,7 @@ fn basic_layout(t: &Tensor, items: &[IndexItem]) -> Result<Layout> {
                     .count();
                 dim = layout.ndim() - after;
             }
-            IndexItem::Mask(_) => {
-                return Err(Error::index(
-                    "a boolean mask cannot be combined with other indices",
-                ))
-            }
+            IndexItem::Mask(_) => return Err(Error::index("a boolean mask cannot be combined with other indices")),
         }
     }
     Ok(layout)
@@ -121,11 +104,7 @@ impl Backward for IndexBackward {
         let Some(g) = grads.into_iter().next().flatten() else {
             return Ok(vec![None]);
         };
-        Ok(vec![Some(Tensor::index_scatter_zeros(
-            &self.input_shape,
-            &self.items,
-            &g,
-        )?)])
+        Ok(vec![Some(Tensor::index_scatter_zeros(&self.input_shape, &self.items, &g)?)])
     }
 }
 
@@ -172,33 +151,18 @@ impl Backward for MaskedScatterBackward {
         };
         let mask = &node.unpack_saved()?[0];
         let need = |i: usize| node.next_edges()[i].is_some();
-        let gd = if need(0) {
-            Some(g.where_scalar_other(&mask.logical_not()?, 0.0)?)
-        } else {
-            None
-        };
+        let gd = if need(0) { Some(g.where_scalar_other(&mask.logical_not()?, 0.0)?) } else { None };
         let gv = if need(1) {
             let sel = g.index(&[IndexItem::Mask(mask.clone())])?;
             let n = self.value_shape.iter().product::<usize>();
             let flat = sel.reshape(&[-1])?;
             let take = flat.narrow(0, 0, n.min(flat.numel()))?;
             let padded = if take.numel() < n {
-                Tensor::cat(
-                    &[take.clone(), Tensor::zeros(&[n - take.numel()], g.dtype())?],
-                    0,
-                )?
+                Tensor::cat(&[take.clone(), Tensor::zeros(&[n - take.numel()], g.dtype())?], 0)?
             } else {
                 take
             };
-            Some(
-                padded.reshape(
-                    &self
-                        .value_shape
-                        .iter()
-                        .map(|&d| d as isize)
-                        .collect::<Vec<_>>(),
-                )?,
-            )
+            Some(padded.reshape(&self.value_shape.iter().map(|&d| d as isize).collect::<Vec<_>>())?)
         } else {
             None
         };
@@ -215,45 +179,25 @@ impl Tensor {
         let layout = basic_layout(self, items)?;
         let out = self.alias_with_layout(layout);
         record("IndexBackward", &[self], &[&out], || {
-            (
-                IndexBackward {
-                    input_shape: self.shape().to_vec(),
-                    items: items.to_vec(),
-                },
-                vec![],
-            )
+            (IndexBackward { input_shape: self.shape().to_vec(), items: items.to_vec() }, vec![])
         });
         Ok(out)
     }
 
     /// The view `t[items]` of a fresh zero tensor of `shape` filled with `src` (index's adjoint).
-    pub fn index_scatter_zeros(
-        shape: &[usize],
-        items: &[IndexItem],
-        src: &Tensor,
-    ) -> Result<Tensor> {
+    pub fn index_scatter_zeros(shape: &[usize], items: &[IndexItem], src: &Tensor) -> Result<Tensor> {
         let out = Tensor::zeros(shape, src.dtype())?;
         let view = out.alias_with_layout(basic_layout(&out, items)?);
         super::kernel::write_into(&view, src)?;
         let out = out.detach_fresh();
-        record("IndexScatterBackward", &[src], &[&out], || {
-            (
-                IndexScatterBackward {
-                    items: items.to_vec(),
-                },
-                vec![],
-            )
-        });
+        record("IndexScatterBackward", &[src], &[&out], || (IndexScatterBackward { items: items.to_vec() }, vec![]));
         Ok(out)
     }
 
     /// Checks that `mask` is a bool tensor matching the leading dimensions of `self`.
     fn check_mask(&self, mask: &Tensor) -> Result<()> {
         if mask.dtype() != DType::Bool {
-            return Err(Error::index(format!(
-                "tensors used as indices must be bool masks here, got {}",
-                mask.dtype()
-            )));
+            return Err(Error::index(format!("tensors used as indices must be bool masks here, got {}", mask.dtype())));
         }
         if mask.ndim() > self.ndim() || mask.shape() != &self.shape()[..mask.ndim()] {
             return Err(Error::index(format!(
@@ -288,12 +232,7 @@ impl Tensor {
             Tensor::from_vec(sel, &shape)?
         });
         record("MaskedSelectBackward", &[self], &[&out], || {
-            (
-                MaskedSelectBackward {
-                    input_shape: self.shape().to_vec(),
-                },
-                vec![Save::Input(mask.clone())],
-            )
+            (MaskedSelectBackward { input_shape: self.shape().to_vec() }, vec![Save::Input(mask.clone())])
         });
         Ok(out)
     }
@@ -324,12 +263,7 @@ impl Tensor {
             Tensor::from_vec(v, self.shape())?
         });
         record("MaskedScatterBackward", &[self, &vals], &[&out], || {
-            (
-                MaskedScatterBackward {
-                    value_shape: vals.shape().to_vec(),
-                },
-                vec![Save::Input(full.clone())],
-            )
+            (MaskedScatterBackward { value_shape: vals.shape().to_vec() }, vec![Save::Input(full.clone())])
         });
         Ok(out)
     }
@@ -354,11 +288,7 @@ impl Tensor {
         let layout = basic_layout(self, items)?;
         let v = value.to_dtype(self.dtype())?.expand(&layout.shape)?;
         let region = Tensor::index_scatter_zeros(self.shape(), items, &v)?;
-        let ones = Tensor::index_scatter_zeros(
-            self.shape(),
-            items,
-            &Tensor::ones(&layout.shape, DType::Bool)?,
-        )?;
+        let ones = Tensor::index_scatter_zeros(self.shape(), items, &Tensor::ones(&layout.shape, DType::Bool)?)?;
         Tensor::where_(&ones, &region, self)
     }
 

@@ -1,10 +1,8 @@
 //! In-place operations. Every one computes its new value out of place (so it is recorded like any
 //! operation), writes it through the tensor's layout, bumps the storage's version counter with its
 //! own name, and, when recording, gives the tensor the new value's history ("rebase").
-//!
-//! NOTE [In-place on views]: when the written tensor is a view of a base whose history matters,
-//! the base must be rebased too (PyTorch's CopySlices). Until that lands, such a write under grad
-//! mode is refused with a clear error rather than silently giving a wrong gradient.
+//! A write through a view rebases the view's base as well: see NOTE [In-place on views] in
+//! `ops/as_strided.rs`.
 
 use std::borrow::Cow;
 
@@ -45,20 +43,12 @@ impl Tensor {
     }
 
     /// Runs `compute(old value)` and stores the result in this tensor (see the module note).
-    pub fn apply_inplace(
-        &self,
-        op: &'static str,
-        compute: impl FnOnce(&Tensor) -> Result<Tensor>,
-    ) -> Result<()> {
+    pub fn apply_inplace(&self, op: &'static str, compute: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<()> {
         self.check_inplace(op)?;
         let recording = is_grad_enabled();
         // When recording, the old value is copied so that the new node does not save memory that
         // this very write is about to change.
-        let old = if recording && self.requires_grad() {
-            self.clone_tensor()?
-        } else {
-            self.detach()
-        };
+        let old = if recording && self.requires_grad() { self.clone_tensor()? } else { self.detach() };
         let new = compute(&old)?;
         if new.shape() != self.shape()
             && crate::tensor::layout::broadcast_shapes(new.shape(), self.shape())? != self.shape()
@@ -76,29 +66,19 @@ impl Tensor {
                 self.dtype()
             )));
         }
-        let rebase = recording && new.requires_grad();
-        if rebase && self.base().is_some_and(|b| b.requires_grad()) {
-            return Err(Error::autograd(format!(
-                "{op}: in-place operations on a view of a tensor that requires grad are not supported \
-                 yet; apply the operation out of place (see NOTE [In-place on views])."
-            )));
-        }
+        let rebase = recording && (new.requires_grad() || self.base().is_some_and(|b| b.requires_grad()));
         super::kernel::write_into(self, &new)?;
-        self.storage()
-            .bump_version(Cow::Borrowed(op), anomaly::current_location());
+        self.storage().bump_version(Cow::Borrowed(op), anomaly::current_location());
         if rebase {
-            let new = if new.shape() != self.shape() {
-                new.expand(self.shape())?
-            } else {
-                new
-            };
-            let new = if new.dtype() != self.dtype() {
-                new.to_dtype(self.dtype())?
-            } else {
-                new
-            };
-            if let Some(f) = new.grad_fn() {
-                self.set_history(f, new.output_nr());
+            let new = if new.shape() != self.shape() { new.expand(self.shape())? } else { new };
+            let new = if new.dtype() != self.dtype() { new.to_dtype(self.dtype())? } else { new };
+            match self.base() {
+                Some(base) => super::as_strided::rebase_view(base, self, &new),
+                None => {
+                    if let Some(f) = new.grad_fn() {
+                        self.set_history(f, new.output_nr());
+                    }
+                }
             }
         }
         Ok(())
@@ -165,9 +145,7 @@ impl Tensor {
     /// `self[mask] = s`.
     pub fn masked_fill_(&self, mask: &Tensor, s: impl Into<Scalar>) -> Result<()> {
         let v = Tensor::scalar_tensor(s.into(), self.dtype())?;
-        self.apply_inplace("masked_fill_", |x| {
-            x.index_put_value(&[IndexItem::Mask(mask.clone())], &v)
-        })
+        self.apply_inplace("masked_fill_", |x| x.index_put_value(&[IndexItem::Mask(mask.clone())], &v))
     }
 
     /// Adds `other` into this tensor's memory with no autograd checks or recording (gradient
@@ -178,8 +156,7 @@ impl Tensor {
             self.add(other)?
         };
         super::kernel::write_into(self, &sum)?;
-        self.storage()
-            .bump_version(Cow::Borrowed("add_ (gradient accumulation)"), None);
+        self.storage().bump_version(Cow::Borrowed("add_ (gradient accumulation)"), None);
         Ok(())
     }
 }

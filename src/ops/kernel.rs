@@ -18,34 +18,19 @@ pub(crate) fn map<T: Element, U: Element>(t: &Tensor, f: impl Fn(T) -> U) -> Res
 }
 
 /// `f` applied pairwise to `a` and `b` broadcast together.
-pub(crate) fn zip<T: Element, U: Element>(
-    a: &Tensor,
-    b: &Tensor,
-    f: impl Fn(T, T) -> U,
-) -> Result<Tensor> {
+pub(crate) fn zip<T: Element, U: Element>(a: &Tensor, b: &Tensor, f: impl Fn(T, T) -> U) -> Result<Tensor> {
     if a.shape() == b.shape() && a.layout().is_contiguous() && b.layout().is_contiguous() {
         let data = a.with_contiguous(|sa: &[T]| {
-            b.with_contiguous(|sb: &[T]| {
-                sa.iter()
-                    .zip(sb)
-                    .map(|(&x, &y)| f(x, y))
-                    .collect::<Vec<U>>()
-            })
+            b.with_contiguous(|sb: &[T]| sa.iter().zip(sb).map(|(&x, &y)| f(x, y)).collect::<Vec<U>>())
         })??;
         return Tensor::from_vec(data, a.shape());
     }
     let shape = broadcast_shapes(a.shape(), b.shape())?;
     a.with_view(|va| {
         b.with_view(|vb| {
-            let va = va
-                .broadcast(IxDyn(&shape))
-                .ok_or_else(|| Error::shape("broadcast failed"))?;
-            let vb = vb
-                .broadcast(IxDyn(&shape))
-                .ok_or_else(|| Error::shape("broadcast failed"))?;
-            Ok(Tensor::from_array(
-                Zip::from(&va).and(&vb).map_collect(|&x, &y| f(x, y)),
-            ))
+            let va = va.broadcast(IxDyn(&shape)).ok_or_else(|| Error::shape("broadcast failed"))?;
+            let vb = vb.broadcast(IxDyn(&shape)).ok_or_else(|| Error::shape("broadcast failed"))?;
+            Ok(Tensor::from_array(Zip::from(&va).and(&vb).map_collect(|&x, &y| f(x, y))))
         })?
     })?
 }
@@ -95,12 +80,9 @@ pub(crate) fn write_array<T: Element>(dst: &Tensor, src: &ArrayD<T>) -> Result<(
         return Ok(());
     }
     let mut guard = dst.storage().write();
-    let slice =
-        T::slice_mut(&mut guard).ok_or_else(|| Error::dtype("write_into: dtype mismatch"))?;
+    let slice = T::slice_mut(&mut guard).ok_or_else(|| Error::dtype("write_into: dtype mismatch"))?;
     if l.storage_extent() > slice.len() {
-        return Err(Error::index(
-            "tensor layout reaches past the end of its storage",
-        ));
+        return Err(Error::index("tensor layout reaches past the end of its storage"));
     }
     if l.is_contiguous() && src.is_standard_layout() {
         if let Some(s) = src.as_slice() {
@@ -111,10 +93,7 @@ pub(crate) fn write_array<T: Element>(dst: &Tensor, src: &ArrayD<T>) -> Result<(
     // SAFETY: the extent check keeps every index in bounds and the overlap check above rules out
     // two indices reaching one element; the write guard is held while the view lives.
     let mut view: ArrayViewMutD<T> = unsafe {
-        ArrayViewMutD::from_shape_ptr(
-            IxDyn(&l.shape).strides(IxDyn(&l.strides)),
-            slice.as_mut_ptr().add(l.offset),
-        )
+        ArrayViewMutD::from_shape_ptr(IxDyn(&l.shape).strides(IxDyn(&l.strides)), slice.as_mut_ptr().add(l.offset))
     };
     view.assign(src);
     Ok(())

@@ -14,27 +14,14 @@ const PARALLEL_THRESHOLD: usize = 48 * 48 * 48;
 
 /// `out[b] = a[b] @ b[b]` for `batch` matrices at the given element offsets and strides.
 #[allow(clippy::too_many_arguments)]
-fn gemm_batched<T: Float>(
-    a: &Tensor,
-    b: &Tensor,
-    batch: usize,
-    m: usize,
-    k: usize,
-    n: usize,
-) -> Result<Tensor> {
+fn gemm_batched<T: Float>(a: &Tensor, b: &Tensor, batch: usize, m: usize, k: usize, n: usize) -> Result<Tensor> {
     let mut out = vec![T::zero(); batch * m * n];
     if m * n == 0 {
         return Tensor::from_vec(out, &out_shape(a.ndim(), batch, m, n));
     }
     let (a3, b3) = (a.ndim() == 3, b.ndim() == 3);
-    let (ars, acs) = (
-        a.strides()[a.ndim() - 2] as isize,
-        a.strides()[a.ndim() - 1] as isize,
-    );
-    let (brs, bcs) = (
-        b.strides()[b.ndim() - 2] as isize,
-        b.strides()[b.ndim() - 1] as isize,
-    );
+    let (ars, acs) = (a.strides()[a.ndim() - 2] as isize, a.strides()[a.ndim() - 1] as isize);
+    let (brs, bcs) = (b.strides()[b.ndim() - 2] as isize, b.strides()[b.ndim() - 1] as isize);
     let ga = a.storage().read();
     let gb = b.storage().read();
     let sa = T::slice(&ga).ok_or_else(|| Error::dtype("mm: dtype mismatch"))?;
@@ -42,15 +29,9 @@ fn gemm_batched<T: Float>(
     if (a.numel() > 0 && a.layout().storage_extent() > sa.len())
         || (b.numel() > 0 && b.layout().storage_extent() > sb.len())
     {
-        return Err(Error::index(
-            "mm: layout reaches past the end of its storage",
-        ));
+        return Err(Error::index("mm: layout reaches past the end of its storage"));
     }
-    let par = if m * n * k >= PARALLEL_THRESHOLD {
-        gemm::Parallelism::Rayon(0)
-    } else {
-        gemm::Parallelism::None
-    };
+    let par = if m * n * k >= PARALLEL_THRESHOLD { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
     for i in 0..batch {
         let aoff = a.layout().offset + if a3 { i * a.strides()[0] } else { 0 };
         let boff = b.layout().offset + if b3 { i * b.strides()[0] } else { 0 };
@@ -105,10 +86,7 @@ impl Backward for MmBackward {
         let saved = node.unpack_saved()?;
         let (a, b) = (&saved[0], &saved[1]);
         let need = |i: usize| node.next_edges()[i].is_some();
-        Ok(vec![
-            if need(0) { Some(g.mm(&b.t()?)?) } else { None },
-            if need(1) { Some(a.t()?.mm(&g)?) } else { None },
-        ])
+        Ok(vec![if need(0) { Some(g.mm(&b.t()?)?) } else { None }, if need(1) { Some(a.t()?.mm(&g)?) } else { None }])
     }
 }
 
@@ -123,16 +101,8 @@ impl Backward for BmmBackward {
         let (a, b) = (&saved[0], &saved[1]);
         let need = |i: usize| node.next_edges()[i].is_some();
         Ok(vec![
-            if need(0) {
-                Some(g.bmm(&b.transpose(1, 2)?)?)
-            } else {
-                None
-            },
-            if need(1) {
-                Some(a.transpose(1, 2)?.bmm(&g)?)
-            } else {
-                None
-            },
+            if need(0) { Some(g.bmm(&b.transpose(1, 2)?)?) } else { None },
+            if need(1) { Some(a.transpose(1, 2)?.bmm(&g)?) } else { None },
         ])
     }
 }
@@ -150,19 +120,12 @@ impl Tensor {
         let (m, k) = (self.shape()[0], self.shape()[1]);
         let (k2, n) = (other.shape()[0], other.shape()[1]);
         if k != k2 {
-            return Err(Error::shape(format!(
-                "mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {k2}x{n})"
-            )));
+            return Err(Error::shape(format!("mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {k2}x{n})")));
         }
         let dt = self.dtype().promote(other.dtype());
         let (a, b) = (self.to_dtype(dt)?, other.to_dtype(dt)?);
         let out = dispatch_float!(dt, "mm", T => gemm_batched::<T>(&a, &b, 1, m, k, n)?);
-        record("MmBackward", &[&a, &b], &[&out], || {
-            (
-                MmBackward,
-                vec![Save::Input(a.clone()), Save::Input(b.clone())],
-            )
-        });
+        record("MmBackward", &[&a, &b], &[&out], || (MmBackward, vec![Save::Input(a.clone()), Save::Input(b.clone())]));
         Ok(out)
     }
 
@@ -179,20 +142,12 @@ impl Tensor {
                 fmt_shape(other.shape())
             )));
         }
-        let (batch, m, k, n) = (
-            self.shape()[0],
-            self.shape()[1],
-            self.shape()[2],
-            other.shape()[2],
-        );
+        let (batch, m, k, n) = (self.shape()[0], self.shape()[1], self.shape()[2], other.shape()[2]);
         let dt = self.dtype().promote(other.dtype());
         let (a, b) = (self.to_dtype(dt)?, other.to_dtype(dt)?);
         let out = dispatch_float!(dt, "bmm", T => gemm_batched::<T>(&a, &b, batch, m, k, n)?);
         record("BmmBackward", &[&a, &b], &[&out], || {
-            (
-                BmmBackward,
-                vec![Save::Input(a.clone()), Save::Input(b.clone())],
-            )
+            (BmmBackward, vec![Save::Input(a.clone()), Save::Input(b.clone())])
         });
         Ok(out)
     }
@@ -208,9 +163,7 @@ impl Tensor {
             ))
         };
         match (da, db) {
-            (0, _) | (_, 0) => Err(Error::shape(
-                "both arguments to matmul need to be at least 1D",
-            )),
+            (0, _) | (_, 0) => Err(Error::shape("both arguments to matmul need to be at least 1D")),
             (1, 1) => {
                 if self.shape() != other.shape() {
                     return Err(mismatch());
@@ -229,24 +182,19 @@ impl Tensor {
                 if db == 2 {
                     // [..., n, k] @ [k, m]: one large multiply over the flattened batch.
                     let flat = self.reshape(&[-1, k as isize])?.mm(other)?;
-                    let mut shape: Vec<isize> =
-                        self.shape()[..da - 1].iter().map(|&d| d as isize).collect();
+                    let mut shape: Vec<isize> = self.shape()[..da - 1].iter().map(|&d| d as isize).collect();
                     shape.push(m as isize);
                     return flat.reshape(&shape);
                 }
-                let batch = broadcast_shapes(&self.shape()[..da - 2], &other.shape()[..db - 2])
-                    .map_err(|_| mismatch())?;
+                let batch =
+                    broadcast_shapes(&self.shape()[..da - 2], &other.shape()[..db - 2]).map_err(|_| mismatch())?;
                 let bsz: usize = batch.iter().product();
                 let mut sa = batch.clone();
                 sa.extend([n, k]);
                 let mut sb = batch.clone();
                 sb.extend([k, m]);
-                let a3 = self
-                    .expand(&sa)?
-                    .reshape(&[bsz as isize, n as isize, k as isize])?;
-                let b3 = other
-                    .expand(&sb)?
-                    .reshape(&[bsz as isize, k as isize, m as isize])?;
+                let a3 = self.expand(&sa)?.reshape(&[bsz as isize, n as isize, k as isize])?;
+                let b3 = other.expand(&sb)?.reshape(&[bsz as isize, k as isize, m as isize])?;
                 let mut so: Vec<isize> = batch.iter().map(|&d| d as isize).collect();
                 so.extend([n as isize, m as isize]);
                 a3.bmm(&b3)?.reshape(&so)

@@ -1,6 +1,7 @@
 //! Operations, grouped by kind. Each file keeps an operation's forward kernel and its backward
 //! formula together (STYLE.md 6).
 
+pub(crate) mod as_strided;
 pub mod elementwise;
 pub mod index;
 pub mod inplace;

@@ -22,18 +22,13 @@ fn beats<T: PartialOrd>(x: T, best: T) -> bool {
 fn reduce_dims(dims: Option<&[isize]>, ndim: usize) -> Result<Vec<usize>> {
     let mut out: Vec<usize> = match dims {
         None => (0..ndim).collect(),
-        Some(ds) => ds
-            .iter()
-            .map(|&d| wrap_dim(d, ndim))
-            .collect::<Result<_>>()?,
+        Some(ds) => ds.iter().map(|&d| wrap_dim(d, ndim)).collect::<Result<_>>()?,
     };
     out.sort_unstable();
     let n = out.len();
     out.dedup();
     if out.len() != n {
-        return Err(Error::value(
-            "dim appears multiple times in the list of dims",
-        ));
+        return Err(Error::value("dim appears multiple times in the list of dims"));
     }
     Ok(out)
 }
@@ -56,11 +51,7 @@ fn reduced_shape(shape: &[usize], dims: &[usize], keepdim: bool) -> Vec<usize> {
         .collect()
 }
 
-fn sum_kernel<T: Element + std::ops::Add<Output = T>>(
-    t: &Tensor,
-    dims: &[usize],
-    keepdim: bool,
-) -> Result<Tensor> {
+fn sum_kernel<T: Element + std::ops::Add<Output = T>>(t: &Tensor, dims: &[usize], keepdim: bool) -> Result<Tensor> {
     let out_shape = reduced_shape(t.shape(), dims, keepdim);
     t.with_view(|v: ArrayViewD<T>| {
         let mut acc: ArrayD<T> = v.to_owned();
@@ -112,9 +103,7 @@ impl Backward for MaxAllBackward {
         let saved = node.unpack_saved()?;
         let (x, out) = (saved[0].detach(), saved[1].detach());
         // Ties share the gradient evenly, as in PyTorch.
-        let mask = x
-            .compare(&out, super::elementwise::Cmp::Eq)?
-            .to_dtype(g.dtype())?;
+        let mask = x.compare(&out, super::elementwise::Cmp::Eq)?.to_dtype(g.dtype())?;
         let count = mask.sum(None, false)?;
         Ok(vec![Some(mask.div(&count)?.mul(&g)?)])
     }
@@ -136,12 +125,7 @@ impl Backward for MaxDimBackward {
             g = g.unsqueeze(self.dim as isize)?;
             idx = idx.unsqueeze(self.dim as isize)?;
         }
-        Ok(vec![Some(Tensor::scatter_add_zeros(
-            &self.input_shape,
-            self.dim,
-            &idx,
-            &g,
-        )?)])
+        Ok(vec![Some(Tensor::scatter_add_zeros(&self.input_shape, self.dim, &idx, &g)?)])
     }
 }
 
@@ -156,12 +140,7 @@ impl Backward for GatherBackward {
             return Ok(vec![None]);
         };
         let idx = &node.unpack_saved()?[0];
-        Ok(vec![Some(Tensor::scatter_add_zeros(
-            &self.input_shape,
-            self.dim,
-            idx,
-            &g,
-        )?)])
+        Ok(vec![Some(Tensor::scatter_add_zeros(&self.input_shape, self.dim, idx, &g)?)])
     }
 }
 
@@ -191,15 +170,7 @@ impl Tensor {
             DType::Bool => return self.to_dtype(DType::Int64)?.sum(dims, keepdim),
         };
         record("SumBackward", &[self], &[&out], || {
-            (
-                SumBackward {
-                    input_shape: self.shape().to_vec(),
-                    dims: rd.clone(),
-                    keepdim,
-                    scale: None,
-                },
-                vec![],
-            )
+            (SumBackward { input_shape: self.shape().to_vec(), dims: rd.clone(), keepdim, scale: None }, vec![])
         });
         Ok(out)
     }
@@ -221,15 +192,7 @@ impl Tensor {
             self.sum(dims, keepdim)?.mul_scalar(scale)?
         };
         record("MeanBackward", &[self], &[&s], || {
-            (
-                SumBackward {
-                    input_shape: self.shape().to_vec(),
-                    dims: rd.clone(),
-                    keepdim,
-                    scale: Some(scale),
-                },
-                vec![],
-            )
+            (SumBackward { input_shape: self.shape().to_vec(), dims: rd.clone(), keepdim, scale: Some(scale) }, vec![])
         });
         Ok(s)
     }
@@ -260,12 +223,7 @@ impl Tensor {
             let m = v.iter().copied().fold(v[0], |a, b| if beats(b, a) { b } else { a });
             Tensor::from_vec(vec![m], &[])?
         });
-        record("MaxBackward", &[self], &[&out], || {
-            (
-                MaxAllBackward,
-                vec![Save::Input(self.clone()), Save::Output(0)],
-            )
-        });
+        record("MaxBackward", &[self], &[&out], || (MaxAllBackward, vec![Save::Input(self.clone()), Save::Output(0)]));
         Ok(out)
     }
 
@@ -273,9 +231,7 @@ impl Tensor {
     pub fn max_dim(&self, dim: isize, keepdim: bool) -> Result<(Tensor, Tensor)> {
         let d = wrap_dim(dim, self.ndim())?;
         if self.ndim() > 0 && self.shape()[d] == 0 {
-            return Err(Error::index(format!(
-                "max(): cannot reduce over dimension {dim} of size 0"
-            )));
+            return Err(Error::index(format!("max(): cannot reduce over dimension {dim} of size 0")));
         }
         let idx = self.argmax(Some(dim), true)?;
         let values = {
@@ -285,21 +241,11 @@ impl Tensor {
         let (values, idx) = if keepdim || self.ndim() == 0 {
             (values, idx)
         } else {
-            (
-                values.squeeze_dim(d as isize)?,
-                idx.squeeze_dim(d as isize)?,
-            )
+            (values.squeeze_dim(d as isize)?, idx.squeeze_dim(d as isize)?)
         };
         let values = values.clone_data()?;
         record("MaxBackward", &[self], &[&values], || {
-            (
-                MaxDimBackward {
-                    input_shape: self.shape().to_vec(),
-                    dim: d,
-                    keepdim,
-                },
-                vec![Save::Input(idx.clone())],
-            )
+            (MaxDimBackward { input_shape: self.shape().to_vec(), dim: d, keepdim }, vec![Save::Input(idx.clone())])
         });
         Ok((values, idx))
     }
@@ -309,22 +255,12 @@ impl Tensor {
         let Some(dim) = dim else {
             let flat = self.detach().reshape(&[-1])?;
             let r = flat.argmax(Some(0), false)?;
-            return if keepdim {
-                r.reshape(&vec![1; self.ndim()])
-            } else {
-                Ok(r)
-            };
+            return if keepdim { r.reshape(&vec![1; self.ndim()]) } else { Ok(r) };
         };
-        let t = if self.ndim() == 0 {
-            self.detach().reshape(&[1])?
-        } else {
-            self.detach()
-        };
+        let t = if self.ndim() == 0 { self.detach().reshape(&[1])? } else { self.detach() };
         let d = wrap_dim(dim, t.ndim())?;
         if t.shape()[d] == 0 {
-            return Err(Error::index(
-                "argmax(): cannot reduce over a dimension of size 0",
-            ));
+            return Err(Error::index("argmax(): cannot reduce over a dimension of size 0"));
         }
         let out_shape = reduced_shape(t.shape(), &[d], true);
         let r = dispatch_all!(t.dtype(), T => t.with_view(|v: ArrayViewD<T>| {
@@ -355,9 +291,7 @@ impl Tensor {
     pub fn gather(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
         let d = wrap_dim(dim, self.ndim())?;
         if index.dtype() != DType::Int64 || index.ndim() != self.ndim() {
-            return Err(Error::value(
-                "gather(): index must be an int64 tensor with as many dims as the input",
-            ));
+            return Err(Error::value("gather(): index must be an int64 tensor with as many dims as the input"));
         }
         let idx = index.to_array::<i64>()?;
         let size = self.shape()[d];
@@ -374,24 +308,13 @@ impl Tensor {
             Tensor::from_vec(out, idx.shape())
         })??);
         record("GatherBackward", &[self], &[&out], || {
-            (
-                GatherBackward {
-                    input_shape: self.shape().to_vec(),
-                    dim: d,
-                },
-                vec![Save::Input(index.clone())],
-            )
+            (GatherBackward { input_shape: self.shape().to_vec(), dim: d }, vec![Save::Input(index.clone())])
         });
         Ok(out)
     }
 
     /// A zero tensor of `shape` into which `src` is added at `index` along `dim` (gather's adjoint).
-    pub fn scatter_add_zeros(
-        shape: &[usize],
-        dim: usize,
-        index: &Tensor,
-        src: &Tensor,
-    ) -> Result<Tensor> {
+    pub fn scatter_add_zeros(shape: &[usize], dim: usize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         let idx = index.to_array::<i64>()?;
         let out = dispatch_float!(src.dtype(), "scatter_add", T => {
             let s = src.to_array::<T>()?;

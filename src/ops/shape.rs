@@ -28,20 +28,12 @@ enum ShapeBackward {
     /// Split along `dim` into the parts' sizes.
     Cat { dim: usize, sizes: Vec<usize> },
     /// Pad the narrowed gradient back with zeros.
-    Narrow {
-        input_shape: Vec<usize>,
-        dim: usize,
-        start: usize,
-    },
+    Narrow { input_shape: Vec<usize>, dim: usize, start: usize },
 }
 
 impl Backward for ShapeBackward {
     fn apply(&self, _node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let n_inputs = if let ShapeBackward::Cat { sizes, .. } = self {
-            sizes.len()
-        } else {
-            1
-        };
+        let n_inputs = if let ShapeBackward::Cat { sizes, .. } = self { sizes.len() } else { 1 };
         let Some(g) = grads.into_iter().next().flatten() else {
             return Ok(vec![None; n_inputs]);
         };
@@ -62,11 +54,7 @@ impl Backward for ShapeBackward {
                 }
                 out
             }
-            ShapeBackward::Narrow {
-                input_shape,
-                dim,
-                start,
-            } => {
+            ShapeBackward::Narrow { input_shape, dim, start } => {
                 let z = Tensor::zeros(input_shape, g.dtype())?;
                 let mut parts = Vec::new();
                 let len = g.shape()[*dim];
@@ -89,12 +77,7 @@ fn as_isize(s: &[usize]) -> Vec<isize> {
 }
 
 impl Tensor {
-    fn view_with(
-        &self,
-        layout: Layout,
-        name: &'static str,
-        formula: impl FnOnce() -> ShapeBackward,
-    ) -> Tensor {
+    fn view_with(&self, layout: Layout, name: &'static str, formula: impl FnOnce() -> ShapeBackward) -> Tensor {
         let out = self.alias_with_layout(layout);
         record(name, &[self], &[&out], || (formula(), vec![]));
         out
@@ -137,9 +120,7 @@ impl Tensor {
         }
         let (s, e) = (wrap_dim(start, self.ndim())?, wrap_dim(end, self.ndim())?);
         if s > e {
-            return Err(Error::value(
-                "flatten() has invalid args: start_dim cannot come after end_dim",
-            ));
+            return Err(Error::value("flatten() has invalid args: start_dim cannot come after end_dim"));
         }
         let mut shape: Vec<isize> = self.shape()[..s].iter().map(|&d| d as isize).collect();
         shape.push(self.shape()[s..=e].iter().product::<usize>() as isize);
@@ -205,9 +186,7 @@ impl Tensor {
                 } else if d == -1 && i >= lead {
                     Ok(self.shape()[i - lead])
                 } else {
-                    Err(Error::shape(format!(
-                        "expand: invalid size {d} at dimension {i}"
-                    )))
+                    Err(Error::shape(format!("expand: invalid size {d} at dimension {i}")))
                 }
             })
             .collect::<Result<Vec<_>>>()?;
@@ -226,9 +205,7 @@ impl Tensor {
         }
         let (a, b) = (wrap_dim(d0, self.ndim())?, wrap_dim(d1, self.ndim())?);
         let layout = self.layout().transpose(a, b);
-        Ok(self.view_with(layout, "TransposeBackward", || {
-            ShapeBackward::Transpose(a, b)
-        }))
+        Ok(self.view_with(layout, "TransposeBackward", || ShapeBackward::Transpose(a, b)))
     }
 
     /// Transpose of a matrix (0-D and 1-D tensors are returned as they are).
@@ -236,9 +213,7 @@ impl Tensor {
         match self.ndim() {
             0 | 1 => Ok(self.clone()),
             2 => self.transpose(0, 1),
-            n => Err(Error::shape(format!(
-                "t() expects a tensor with <= 2 dimensions, but self is {n}D"
-            ))),
+            n => Err(Error::shape(format!("t() expects a tensor with <= 2 dimensions, but self is {n}D"))),
         }
     }
 
@@ -251,10 +226,7 @@ impl Tensor {
                 self.ndim()
             )));
         }
-        let perm: Vec<usize> = dims
-            .iter()
-            .map(|&d| wrap_dim(d, self.ndim()))
-            .collect::<Result<_>>()?;
+        let perm: Vec<usize> = dims.iter().map(|&d| wrap_dim(d, self.ndim())).collect::<Result<_>>()?;
         let mut inv = vec![usize::MAX; perm.len()];
         for (i, &p) in perm.iter().enumerate() {
             if inv[p] != usize::MAX {
@@ -282,13 +254,7 @@ impl Tensor {
         }
         let layout = self.layout().slice(d, start, start + len, 1);
         let input = self.shape().to_vec();
-        Ok(
-            self.view_with(layout, "NarrowBackward", || ShapeBackward::Narrow {
-                input_shape: input,
-                dim: d,
-                start,
-            }),
-        )
+        Ok(self.view_with(layout, "NarrowBackward", || ShapeBackward::Narrow { input_shape: input, dim: d, start }))
     }
 
     /// A contiguous copy of the data with no history (internal: gradients, accumulators).
@@ -299,9 +265,7 @@ impl Tensor {
     /// A copy with its own storage; differentiable.
     pub fn clone_tensor(&self) -> Result<Tensor> {
         let out = self.clone_data()?;
-        record("CloneBackward", &[self], &[&out], || {
-            (ShapeBackward::Identity, vec![])
-        });
+        record("CloneBackward", &[self], &[&out], || (ShapeBackward::Identity, vec![]));
         Ok(out)
     }
 
@@ -318,34 +282,25 @@ impl Tensor {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        let out = dispatch_all!(dtype, T => Tensor::from_array(super::kernel::materialize_as::<T>(self, self.shape())?));
+        let out =
+            dispatch_all!(dtype, T => Tensor::from_array(super::kernel::materialize_as::<T>(self, self.shape())?));
         if dtype.is_float() && self.dtype().is_float() {
             let from = self.dtype();
-            record("ToCopyBackward", &[self], &[&out], || {
-                (ShapeBackward::ToCopy(from), vec![])
-            });
+            record("ToCopyBackward", &[self], &[&out], || (ShapeBackward::ToCopy(from), vec![]));
         }
         Ok(out)
     }
 
     /// Joins tensors along an existing dimension.
     pub fn cat(tensors: &[Tensor], dim: isize) -> Result<Tensor> {
-        let first = tensors
-            .first()
-            .ok_or_else(|| Error::value("cat expects a non-empty list of tensors"))?;
+        let first = tensors.first().ok_or_else(|| Error::value("cat expects a non-empty list of tensors"))?;
         let d = wrap_dim(dim, first.ndim())?;
-        let dtype = tensors
-            .iter()
-            .fold(first.dtype(), |acc, t| acc.promote(t.dtype()));
+        let dtype = tensors.iter().fold(first.dtype(), |acc, t| acc.promote(t.dtype()));
         let mut shape = first.shape().to_vec();
         shape[d] = 0;
         for (i, t) in tensors.iter().enumerate() {
             let same = t.ndim() == first.ndim()
-                && t.shape()
-                    .iter()
-                    .zip(first.shape())
-                    .enumerate()
-                    .all(|(j, (a, b))| j == d || a == b);
+                && t.shape().iter().zip(first.shape()).enumerate().all(|(j, (a, b))| j == d || a == b);
             if !same {
                 return Err(Error::shape(format!(
                     "Sizes of tensors must match except in dimension {d}: tensor 0 has shape {} but tensor {i} has shape {}",
@@ -364,23 +319,16 @@ impl Tensor {
             start += len;
         }
         let out = out.detach_fresh();
-        let inputs: Vec<Tensor> = tensors
-            .iter()
-            .map(|t| t.to_dtype(dtype))
-            .collect::<Result<_>>()?;
+        let inputs: Vec<Tensor> = tensors.iter().map(|t| t.to_dtype(dtype)).collect::<Result<_>>()?;
         let refs: Vec<&Tensor> = inputs.iter().collect();
         let sizes: Vec<usize> = tensors.iter().map(|t| t.shape()[d]).collect();
-        record("CatBackward", &refs, &[&out], || {
-            (ShapeBackward::Cat { dim: d, sizes }, vec![])
-        });
+        record("CatBackward", &refs, &[&out], || (ShapeBackward::Cat { dim: d, sizes }, vec![]));
         Ok(out)
     }
 
     /// Joins tensors along a new dimension.
     pub fn stack(tensors: &[Tensor], dim: isize) -> Result<Tensor> {
-        let first = tensors
-            .first()
-            .ok_or_else(|| Error::value("stack expects a non-empty list of tensors"))?;
+        let first = tensors.first().ok_or_else(|| Error::value("stack expects a non-empty list of tensors"))?;
         for (i, t) in tensors.iter().enumerate() {
             if t.shape() != first.shape() {
                 return Err(Error::shape(format!(
@@ -391,20 +339,12 @@ impl Tensor {
             }
         }
         let d = wrap_dim(dim, first.ndim() + 1)?;
-        let parts: Vec<Tensor> = tensors
-            .iter()
-            .map(|t| t.unsqueeze(d as isize))
-            .collect::<Result<_>>()?;
+        let parts: Vec<Tensor> = tensors.iter().map(|t| t.unsqueeze(d as isize)).collect::<Result<_>>()?;
         Tensor::cat(&parts, d as isize)
     }
 
     /// The same storage under a fresh handle with no base (for results built through views).
     pub(crate) fn detach_fresh(&self) -> Tensor {
-        Tensor::from_parts(
-            self.storage().clone(),
-            self.layout().clone(),
-            self.dtype(),
-            None,
-        )
+        Tensor::from_parts(self.storage().clone(), self.layout().clone(), self.dtype(), None)
     }
 }

@@ -33,14 +33,7 @@ impl PyNode {
             .next_edges()
             .iter()
             .map(|e| match e {
-                Some(e) => Ok((
-                    Some(PyNode {
-                        node: e.node.clone(),
-                    }),
-                    e.input_nr,
-                )
-                    .into_pyobject(py)?
-                    .into_any()),
+                Some(e) => Ok((Some(PyNode { node: e.node.clone() }), e.input_nr).into_pyobject(py)?.into_any()),
                 None => Ok((py.None(), 0usize).into_pyobject(py)?.into_any()),
             })
             .collect::<PyResult<Vec<_>>>()?;
@@ -49,11 +42,7 @@ impl PyNode {
     /// The leaf behind an AccumulateGrad node.
     #[getter]
     fn variable(&self, py: Python<'_>) -> PyResult<Option<Py<PyTensor>>> {
-        self.node
-            .formula()
-            .accumulates_into()
-            .map(|t| PyTensor::wrap(py, t.clone()))
-            .transpose()
+        self.node.formula().accumulates_into().map(|t| PyTensor::wrap(py, t.clone())).transpose()
     }
     /// `(shape, dtype, saved_version, current_version)` for each saved tensor; None once released.
     #[getter]
@@ -86,16 +75,10 @@ impl PyNode {
         self.node.created_at().map(str::to_string)
     }
     fn __repr__(&self) -> String {
-        format!(
-            "<{} object at {:#x}>",
-            self.node.name(),
-            Arc::as_ptr(&self.node) as usize
-        )
+        format!("<{} object at {:#x}>", self.node.name(), Arc::as_ptr(&self.node) as usize)
     }
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        other
-            .cast::<PyNode>()
-            .is_ok_and(|o| Arc::ptr_eq(&o.get().node, &self.node))
+        other.cast::<PyNode>().is_ok_and(|o| Arc::ptr_eq(&o.get().node, &self.node))
     }
     fn __hash__(&self) -> isize {
         Arc::as_ptr(&self.node) as isize
@@ -122,19 +105,12 @@ fn _is_anomaly_enabled() -> bool {
     anomaly::is_enabled()
 }
 
-fn optional_tensors(
-    obj: &Bound<'_, PyAny>,
-    n: usize,
-    like: &[Tensor],
-) -> PyResult<Vec<Option<Tensor>>> {
+fn optional_tensors(obj: &Bound<'_, PyAny>, n: usize, like: &[Tensor]) -> PyResult<Vec<Option<Tensor>>> {
     if obj.is_none() {
         return Ok(vec![None; n]);
     }
-    let items: Vec<Bound<'_, PyAny>> = if obj.cast::<PyTensor>().is_ok() {
-        vec![obj.clone()]
-    } else {
-        obj.try_iter()?.collect::<PyResult<_>>()?
-    };
+    let items: Vec<Bound<'_, PyAny>> =
+        if obj.cast::<PyTensor>().is_ok() { vec![obj.clone()] } else { obj.try_iter()?.collect::<PyResult<_>>()? };
     if items.len() != n {
         return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
             "grad_tensors should have the same length as tensors: got {} gradients for {n} tensors",
@@ -144,13 +120,15 @@ fn optional_tensors(
     items
         .iter()
         .enumerate()
-        .map(|(i, o)| {
-            if o.is_none() {
-                Ok(None)
-            } else {
-                super::convert::tensor_arg(o, Some(like[i].dtype())).map(Some)
-            }
-        })
+        .map(
+            |(i, o)| {
+                if o.is_none() {
+                    Ok(None)
+                } else {
+                    super::convert::tensor_arg(o, Some(like[i].dtype())).map(Some)
+                }
+            },
+        )
         .collect()
 }
 
@@ -170,15 +148,7 @@ fn _run_backward(
         Some(i) if !i.is_none() => Some(tensor_list(i, "inputs")?),
         _ => None,
     };
-    py.detach(|| {
-        engine::backward(
-            &roots,
-            &grads,
-            retain_graph,
-            create_graph,
-            inputs.as_deref(),
-        )
-    })?;
+    py.detach(|| engine::backward(&roots, &grads, retain_graph, create_graph, inputs.as_deref()))?;
     Ok(())
 }
 
@@ -195,33 +165,14 @@ fn _run_grad(
     let roots = tensor_list(outputs, "outputs")?;
     let ins = tensor_list(inputs, "inputs")?;
     let grads = optional_tensors(grad_outputs, roots.len(), &roots)?;
-    let result = py.detach(|| {
-        engine::grad(
-            &roots,
-            &ins,
-            &grads,
-            retain_graph,
-            create_graph,
-            allow_unused,
-        )
-    })?;
-    result
-        .into_iter()
-        .map(|g| g.map(|g| PyTensor::wrap(py, g)).transpose())
-        .collect()
+    let result = py.detach(|| engine::grad(&roots, &ins, &grads, retain_graph, create_graph, allow_unused))?;
+    result.into_iter().map(|g| g.map(|g| PyTensor::wrap(py, g)).transpose()).collect()
 }
 
 /// The user's Python location, for anomaly mode.
 fn user_location() -> Option<String> {
     Python::attach(|py| {
-        py.import("tapegrad._anomaly")
-            .ok()?
-            .getattr("user_location")
-            .ok()?
-            .call0()
-            .ok()?
-            .extract::<String>()
-            .ok()
+        py.import("tapegrad._anomaly").ok()?.getattr("user_location").ok()?.call0().ok()?.extract::<String>().ok()
     })
 }
 

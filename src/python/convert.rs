@@ -63,14 +63,10 @@ pub(crate) fn parse_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
         "int64".into()
     } else {
         let np = obj.py().import("numpy")?;
-        np.call_method1("dtype", (obj,))?
-            .getattr("name")?
-            .extract()?
+        np.call_method1("dtype", (obj,))?.getattr("name")?.extract()?
     };
     DType::from_name(&name).ok_or_else(|| {
-        PyTypeError::new_err(format!(
-            "unsupported dtype {name:?}: tapegrad has float32, float64, int64 and bool"
-        ))
+        PyTypeError::new_err(format!("unsupported dtype {name:?}: tapegrad has float32, float64, int64 and bool"))
     })
 }
 
@@ -162,11 +158,9 @@ pub(crate) fn operand(obj: &Bound<'_, PyAny>) -> Option<Operand> {
 pub(crate) fn tensor_arg(obj: &Bound<'_, PyAny>, like: Option<DType>) -> PyResult<Tensor> {
     match operand(obj) {
         Some(Operand::Tensor(t)) => Ok(t),
-        Some(Operand::Scalar(s)) => Ok(Tensor::scalar_tensor(
-            s,
-            like.map(|d| s.result_dtype_with(d))
-                .unwrap_or(s.natural_dtype()),
-        )?),
+        Some(Operand::Scalar(s)) => {
+            Ok(Tensor::scalar_tensor(s, like.map(|d| s.result_dtype_with(d)).unwrap_or(s.natural_dtype()))?)
+        }
         None => Err(PyTypeError::new_err(format!(
             "expected a Tensor, a number or an array-like, got {}",
             obj.get_type().name()?
@@ -185,10 +179,7 @@ pub(crate) fn shape_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<isize>> {
     for item in seq.try_iter()? {
         let item = item?;
         if item.is_instance_of::<PyBool>() || !item.hasattr("__index__")? {
-            return Err(PyTypeError::new_err(format!(
-                "shape entries must be ints, got {}",
-                item.get_type().name()?
-            )));
+            return Err(PyTypeError::new_err(format!("shape entries must be ints, got {}", item.get_type().name()?)));
         }
         out.push(item.call_method0("__index__")?.extract::<isize>()?);
     }
@@ -200,11 +191,8 @@ pub(crate) fn sizes(args: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
     shape_args(args)?
         .into_iter()
         .map(|d| {
-            usize::try_from(d).map_err(|_| {
-                PyRuntimeError::new_err(format!(
-                    "Trying to create tensor with negative dimension {d}"
-                ))
-            })
+            usize::try_from(d)
+                .map_err(|_| PyRuntimeError::new_err(format!("Trying to create tensor with negative dimension {d}")))
         })
         .collect()
 }
@@ -214,9 +202,7 @@ pub(crate) fn tensor_from_numpy(arr: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     macro_rules! try_type {
         ($t:ty) => {
             if let Ok(a) = arr.cast::<PyArrayDyn<$t>>() {
-                let ro = a
-                    .try_readonly()
-                    .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+                let ro = a.try_readonly().map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
                 let view = ro.as_array();
                 return Ok(Tensor::from_array(view.to_owned()));
             }
@@ -255,11 +241,7 @@ pub(crate) fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) ->
         let is_array = data.is_instance(&np.getattr("ndarray")?)?;
         let arr = np.call_method1("asarray", (data,))?;
         let kind: String = arr.getattr("dtype")?.getattr("kind")?.extract()?;
-        let arr = if !is_array && kind == "f" {
-            arr.call_method1("astype", ("float32",))?
-        } else {
-            arr
-        };
+        let arr = if !is_array && kind == "f" { arr.call_method1("astype", ("float32",))? } else { arr };
         if kind == "O" || kind == "U" || kind == "S" {
             return Err(PyTypeError::new_err(format!(
                 "tensor(): could not infer a dtype from an object of type {}: expected numbers, nested lists of numbers, or a NumPy array",
@@ -314,10 +296,7 @@ fn tensor(
 fn from_numpy(py: Python<'_>, arr: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
     let np = py.import("numpy")?;
     if !arr.is_instance(&np.getattr("ndarray")?)? {
-        return Err(PyTypeError::new_err(format!(
-            "expected np.ndarray (got {})",
-            arr.get_type().name()?
-        )));
+        return Err(PyTypeError::new_err(format!("expected np.ndarray (got {})", arr.get_type().name()?)));
     }
     PyTensor::wrap(py, tensor_from_numpy(arr)?)
 }
@@ -332,11 +311,7 @@ fn zeros(
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     check_device(device)?;
-    finish(
-        py,
-        Tensor::zeros(&sizes(shape)?, opt_dtype(dtype, DType::Float32)?)?,
-        requires_grad,
-    )
+    finish(py, Tensor::zeros(&sizes(shape)?, opt_dtype(dtype, DType::Float32)?)?, requires_grad)
 }
 
 #[pyfunction]
@@ -349,11 +324,7 @@ fn ones(
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     check_device(device)?;
-    finish(
-        py,
-        Tensor::ones(&sizes(shape)?, opt_dtype(dtype, DType::Float32)?)?,
-        requires_grad,
-    )
+    finish(py, Tensor::ones(&sizes(shape)?, opt_dtype(dtype, DType::Float32)?)?, requires_grad)
 }
 
 #[pyfunction]
@@ -378,11 +349,7 @@ fn randn(
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     check_device(device)?;
-    finish(
-        py,
-        Tensor::randn(&sizes(shape)?, opt_dtype(dtype, DType::Float32)?)?,
-        requires_grad,
-    )
+    finish(py, Tensor::randn(&sizes(shape)?, opt_dtype(dtype, DType::Float32)?)?, requires_grad)
 }
 
 #[pyfunction]
@@ -395,11 +362,7 @@ fn rand_uniform(
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     check_device(device)?;
-    finish(
-        py,
-        Tensor::rand(&sizes(shape)?, opt_dtype(dtype, DType::Float32)?)?,
-        requires_grad,
-    )
+    finish(py, Tensor::rand(&sizes(shape)?, opt_dtype(dtype, DType::Float32)?)?, requires_grad)
 }
 
 #[pyfunction]
@@ -413,14 +376,9 @@ fn full(
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     check_device(device)?;
-    let s = scalar(fill_value)
-        .ok_or_else(|| PyTypeError::new_err("full(): fill_value must be a number"))?;
+    let s = scalar(fill_value).ok_or_else(|| PyTypeError::new_err("full(): fill_value must be a number"))?;
     let shape = sizes(&PyTuple::new(py, [shape])?)?;
-    finish(
-        py,
-        Tensor::full(&shape, s, opt_dtype(dtype, s.natural_dtype())?)?,
-        requires_grad,
-    )
+    finish(py, Tensor::full(&shape, s, opt_dtype(dtype, s.natural_dtype())?)?, requires_grad)
 }
 
 #[pyfunction]
@@ -435,9 +393,7 @@ fn arange(
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     check_device(device)?;
-    let num = |o: &Bound<'_, PyAny>| {
-        scalar(o).ok_or_else(|| PyTypeError::new_err("arange(): bounds must be numbers"))
-    };
+    let num = |o: &Bound<'_, PyAny>| scalar(o).ok_or_else(|| PyTypeError::new_err("arange(): bounds must be numbers"));
     let (s, e) = match end.filter(|e| !e.is_none()) {
         Some(e) => (num(start)?, num(e)?),
         None => (Scalar::Int(0), num(start)?),
@@ -447,19 +403,8 @@ fn arange(
         None => Scalar::Int(1),
     };
     let all_int = [s, e, st].iter().all(|v| matches!(v, Scalar::Int(_)));
-    let dt = opt_dtype(
-        dtype,
-        if all_int {
-            DType::Int64
-        } else {
-            DType::Float32
-        },
-    )?;
-    finish(
-        py,
-        Tensor::arange(s.as_f64(), e.as_f64(), st.as_f64(), dt)?,
-        requires_grad,
-    )
+    let dt = opt_dtype(dtype, if all_int { DType::Int64 } else { DType::Float32 })?;
+    finish(py, Tensor::arange(s.as_f64(), e.as_f64(), st.as_f64(), dt)?, requires_grad)
 }
 
 #[pyfunction]
@@ -473,11 +418,7 @@ fn eye(
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     check_device(device)?;
-    finish(
-        py,
-        Tensor::eye(n, m.unwrap_or(n), opt_dtype(dtype, DType::Float32)?)?,
-        requires_grad,
-    )
+    finish(py, Tensor::eye(n, m.unwrap_or(n), opt_dtype(dtype, DType::Float32)?)?, requires_grad)
 }
 
 #[pyfunction]
@@ -486,12 +427,9 @@ fn manual_seed(seed: u64) {
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    for (name, dt) in [
-        ("float32", DType::Float32),
-        ("float64", DType::Float64),
-        ("int64", DType::Int64),
-        ("bool", DType::Bool),
-    ] {
+    for (name, dt) in
+        [("float32", DType::Float32), ("float64", DType::Float64), ("int64", DType::Int64), ("bool", DType::Bool)]
+    {
         m.add(name, dtype_object(m.py(), dt))?;
     }
     m.add_function(wrap_pyfunction!(tensor, m)?)?;

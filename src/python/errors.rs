@@ -34,14 +34,8 @@ impl From<Error> for PyErr {
 }
 
 /// Builds `tapegrad.SavedTensorModifiedError` with its structured attributes.
-fn saved_tensor_error(
-    py: Python<'_>,
-    message: &str,
-    info: &crate::error::SavedTensorModified,
-) -> PyResult<PyErr> {
-    let cls = py
-        .import("tapegrad._errors")?
-        .getattr("SavedTensorModifiedError")?;
+fn saved_tensor_error(py: Python<'_>, message: &str, info: &crate::error::SavedTensorModified) -> PyResult<PyErr> {
+    let cls = py.import("tapegrad._errors")?.getattr("SavedTensorModifiedError")?;
     let kwargs = PyDict::new(py);
     kwargs.set_item("saved_by", &info.saved_by)?;
     kwargs.set_item("modified_by", &info.modified_by)?;
@@ -56,8 +50,5 @@ fn saved_tensor_error(
 /// Wraps a Python exception so that it crosses the engine unchanged.
 pub(crate) fn external(err: PyErr) -> Error {
     let message = err.to_string();
-    Error::External {
-        message,
-        payload: ExternalPayload(Arc::new(err)),
-    }
+    Error::External { message, payload: ExternalPayload(Arc::new(err)) }
 }

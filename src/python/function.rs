@@ -43,22 +43,12 @@ struct PyFunctionOp {
 }
 
 fn extract_tensors(list: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
-    list.try_iter()?
-        .map(|o| super::tensor::expect_tensor(&o?, "a value marked on ctx"))
-        .collect()
+    list.try_iter()?.map(|o| super::tensor::expect_tensor(&o?, "a value marked on ctx")).collect()
 }
 
 impl PyFunctionOp {
-    fn forward_py(
-        &mut self,
-        py: Python<'_>,
-        fctx: &mut ForwardCtx,
-        inputs: &[Tensor],
-    ) -> PyResult<Vec<Tensor>> {
-        let args = self
-            .args
-            .take()
-            .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("forward ran twice"))?;
+    fn forward_py(&mut self, py: Python<'_>, fctx: &mut ForwardCtx, inputs: &[Tensor]) -> PyResult<Vec<Tensor>> {
+        let args = self.args.take().ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("forward ran twice"))?;
         let args = args.bind(py);
         let mut call: Vec<Py<PyAny>> = Vec::with_capacity(args.len() + 1);
         call.push(self.ctx.clone_ref(py));
@@ -75,11 +65,7 @@ impl PyFunctionOp {
         }
         let ctx = self.ctx.bind(py);
         ctx.call_method1("_tg_begin_forward", (needs,))?;
-        let result = self
-            .cls
-            .bind(py)
-            .getattr("forward")?
-            .call1(PyTuple::new(py, call)?);
+        let result = self.cls.bind(py).getattr("forward")?.call1(PyTuple::new(py, call)?);
         ctx.call_method0("_tg_end_forward")?;
         let result = result?;
         let mut outputs = Vec::new();
@@ -107,11 +93,7 @@ impl PyFunctionOp {
         Ok(outputs)
     }
 
-    fn backward_py(
-        &self,
-        py: Python<'_>,
-        grads: Vec<Option<Tensor>>,
-    ) -> PyResult<Result<Vec<Option<Tensor>>>> {
+    fn backward_py(&self, py: Python<'_>, grads: Vec<Option<Tensor>>) -> PyResult<Result<Vec<Option<Tensor>>>> {
         let py_grads = grads
             .into_iter()
             .map(|g| match g {
@@ -119,11 +101,8 @@ impl PyFunctionOp {
                 None => Ok(py.None()),
             })
             .collect::<PyResult<Vec<_>>>()?;
-        let result = self
-            .cls
-            .bind(py)
-            .getattr("_tg_backward")?
-            .call1((self.ctx.bind(py), PyTuple::new(py, py_grads)?))?;
+        let result =
+            self.cls.bind(py).getattr("_tg_backward")?.call1((self.ctx.bind(py), PyTuple::new(py, py_grads)?))?;
         let mut items: Vec<Bound<'_, PyAny>> = result.cast::<PyTuple>()?.iter().collect();
         let n = self.params.len();
         while items.len() > n && items.last().is_some_and(|o| o.is_none()) {
@@ -177,11 +156,7 @@ impl CustomOp for PyFunctionOp {
         Python::attach(|py| self.forward_py(py, ctx, inputs)).map_err(external)
     }
 
-    fn backward(
-        &self,
-        _ctx: &BackwardCtx<'_>,
-        grads: Vec<Option<Tensor>>,
-    ) -> Result<Vec<Option<Tensor>>> {
+    fn backward(&self, _ctx: &BackwardCtx<'_>, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
         Python::attach(|py| self.backward_py(py, grads)).map_err(external)?
     }
 
@@ -238,12 +213,7 @@ fn _function_apply(
     };
     let (outputs, node) = apply_custom_with_node(op, &inputs)?;
     if let Some(node) = &node {
-        ctx.bind(py).setattr(
-            "_tg_saved_handle",
-            SavedHandle {
-                node: Arc::downgrade(node),
-            },
-        )?;
+        ctx.bind(py).setattr("_tg_saved_handle", SavedHandle { node: Arc::downgrade(node) })?;
     }
     let raw = raw_output.lock().take().unwrap_or_else(|| py.None());
     let raw = raw.bind(py);
@@ -254,10 +224,7 @@ fn _function_apply(
         if let Some(i) = inputs.iter().position(|t| t.same(out)) {
             return Ok(originals[i].clone().unbind());
         }
-        if original
-            .cast::<PyTensor>()
-            .is_ok_and(|t| t.get().inner.same(out))
-        {
+        if original.cast::<PyTensor>().is_ok_and(|t| t.get().inner.same(out)) {
             return Ok(original.clone().unbind());
         }
         Ok(PyTensor::wrap(py, out.clone())?.into_any())

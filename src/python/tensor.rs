@@ -26,17 +26,12 @@ impl PyTensor {
 
 /// Reads the tensor inside a Python object, or says what it was instead.
 pub(crate) fn expect_tensor(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Tensor> {
-    obj.cast::<PyTensor>()
-        .map(|t| t.get().inner.clone())
-        .map_err(|_| {
-            PyTypeError::new_err(format!(
-                "{what} must be a Tensor, got {}",
-                obj.get_type()
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_default()
-            ))
-        })
+    obj.cast::<PyTensor>().map(|t| t.get().inner.clone()).map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{what} must be a Tensor, got {}",
+            obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        ))
+    })
 }
 
 /// Tensors from a tensor or a sequence of tensors.
@@ -165,10 +160,7 @@ impl PyTensor {
         let v = self.inner.item()?;
         Ok(match self.inner.dtype() {
             DType::Bool => (v != 0.0).into_pyobject(py)?.to_owned().into_any().unbind(),
-            DType::Int64 => self.inner.to_vec::<i64>()?[0]
-                .into_pyobject(py)?
-                .into_any()
-                .unbind(),
+            DType::Int64 => self.inner.to_vec::<i64>()?[0].into_pyobject(py)?.into_any().unbind(),
             _ => v.into_pyobject(py)?.into_any().unbind(),
         })
     }
@@ -205,9 +197,7 @@ impl PyTensor {
     }
     fn __index__(&self) -> PyResult<i64> {
         if self.inner.dtype() != DType::Int64 || self.inner.numel() != 1 {
-            return Err(PyTypeError::new_err(
-                "only integer tensors of a single element can be converted to an index",
-            ));
+            return Err(PyTypeError::new_err("only integer tensors of a single element can be converted to an index"));
         }
         Ok(self.inner.item()? as i64)
     }
@@ -221,11 +211,7 @@ impl PyTensor {
         Ok(self.inner.item()? != 0.0)
     }
     fn __len__(&self) -> PyResult<usize> {
-        self.inner
-            .shape()
-            .first()
-            .copied()
-            .ok_or_else(|| PyTypeError::new_err("len() of a 0-d tensor"))
+        self.inner.shape().first().copied().ok_or_else(|| PyTypeError::new_err("len() of a 0-d tensor"))
     }
     fn __hash__(slf: &Bound<'_, Self>) -> isize {
         slf.as_ptr() as isize
@@ -260,9 +246,7 @@ impl PyTensor {
                 match k.extract::<String>()?.as_str() {
                     "dtype" | "device" | "non_blocking" | "copy" => all.push(v),
                     other => {
-                        return Err(PyTypeError::new_err(format!(
-                            "to() got an unexpected keyword argument '{other}'"
-                        )))
+                        return Err(PyTypeError::new_err(format!("to() got an unexpected keyword argument '{other}'")))
                     }
                 }
             }
@@ -311,9 +295,7 @@ impl PyTensor {
         inputs: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let grad = match gradient {
-            Some(g) if !g.is_none() => {
-                Some(super::convert::tensor_arg(g, Some(self.inner.dtype()))?)
-            }
+            Some(g) if !g.is_none() => Some(super::convert::tensor_arg(g, Some(self.inner.dtype()))?),
             _ => None,
         };
         let inputs = match inputs {
@@ -321,15 +303,11 @@ impl PyTensor {
             _ => None,
         };
         if inputs.as_ref().is_some_and(|i| i.is_empty()) {
-            return Err(PyValueError::new_err(
-                "'inputs' argument to backward() cannot be empty.",
-            ));
+            return Err(PyValueError::new_err("'inputs' argument to backward() cannot be empty."));
         }
         let root = self.inner.clone();
         let retain = retain_graph.unwrap_or(create_graph);
-        py.detach(|| {
-            crate::autograd::backward(&[root], &[grad], retain, create_graph, inputs.as_deref())
-        })?;
+        py.detach(|| crate::autograd::backward(&[root], &[grad], retain, create_graph, inputs.as_deref()))?;
         Ok(())
     }
 }

@@ -37,9 +37,7 @@ fn item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
         };
     }
     if obj.is_instance_of::<PyBool>() {
-        return Err(PyIndexError::new_err(
-            "indexing with a Python bool is not supported; use a bool tensor",
-        ));
+        return Err(PyIndexError::new_err("indexing with a Python bool is not supported; use a bool tensor"));
     }
     if obj.is_instance_of::<PyInt>() || (obj.hasattr("__index__")? && !obj.hasattr("shape")?) {
         return Ok(IndexItem::Int(obj.call_method0("__index__")?.extract()?));

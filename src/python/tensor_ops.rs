@@ -37,9 +37,7 @@ fn arith(
 ) -> PyResult<Py<PyAny>> {
     let a = &slf.inner;
     match operand(other) {
-        Some(Operand::Tensor(b)) => {
-            wrap(py, run(py, a.numel().max(b.numel()), || a.binary(&b, op))?)
-        }
+        Some(Operand::Tensor(b)) => wrap(py, run(py, a.numel().max(b.numel()), || a.binary(&b, op))?),
         Some(Operand::Scalar(s)) => wrap(py, run(py, a.numel(), || a.scalar_op(s, scalar_op))?),
         None => Ok(py.NotImplemented()),
     }
@@ -71,20 +69,12 @@ fn arith_method(
 ) -> PyResult<Py<PyAny>> {
     let r = arith(slf, py, other, op, scalar_op)?;
     if r.is(py.NotImplemented()) {
-        return Err(PyTypeError::new_err(format!(
-            "expected a Tensor or a number, got {}",
-            other.get_type().name()?
-        )));
+        return Err(PyTypeError::new_err(format!("expected a Tensor or a number, got {}", other.get_type().name()?)));
     }
     Ok(r)
 }
 
-fn compare(
-    slf: &PyTensor,
-    py: Python<'_>,
-    other: &Bound<'_, PyAny>,
-    op: Cmp,
-) -> PyResult<Py<PyAny>> {
+fn compare(slf: &PyTensor, py: Python<'_>, other: &Bound<'_, PyAny>, op: Cmp) -> PyResult<Py<PyAny>> {
     match operand(other) {
         Some(Operand::Tensor(b)) => wrap(py, slf.inner.compare(&b, op)?),
         Some(Operand::Scalar(s)) => wrap(py, slf.inner.compare_scalar(s, op)?),
@@ -93,11 +83,7 @@ fn compare(
 }
 
 /// In-place arithmetic; returns the same Python object.
-fn inplace<'py>(
-    slf: Bound<'py, PyTensor>,
-    other: &Bound<'_, PyAny>,
-    op: Binary,
-) -> PyResult<Bound<'py, PyTensor>> {
+fn inplace<'py>(slf: Bound<'py, PyTensor>, other: &Bound<'_, PyAny>, op: Binary) -> PyResult<Bound<'py, PyTensor>> {
     let t = &slf.get().inner;
     let o = tensor_arg(other, Some(t.dtype()))?;
     match op {
@@ -116,11 +102,7 @@ fn dims_arg(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<isize>>> {
         None => Ok(None),
         Some(d) if d.is_none() => Ok(None),
         Some(d) if d.is_instance_of::<PyInt>() => Ok(Some(vec![d.extract()?])),
-        Some(d) => Ok(Some(
-            d.try_iter()?
-                .map(|x| x?.extract::<isize>())
-                .collect::<PyResult<_>>()?,
-        )),
+        Some(d) => Ok(Some(d.try_iter()?.map(|x| x?.extract::<isize>()).collect::<PyResult<_>>()?)),
     }
 }
 
@@ -150,12 +132,7 @@ impl PyTensor {
     fn __rtruediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         rarith(self, py, o, Binary::Div, ScalarOp::RDiv)
     }
-    fn __pow__(
-        &self,
-        py: Python<'_>,
-        o: &Bound<'_, PyAny>,
-        _modulo: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
+    fn __pow__(&self, py: Python<'_>, o: &Bound<'_, PyAny>, _modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         arith(self, py, o, Binary::Pow, ScalarOp::Pow)
     }
     fn __rpow__(
@@ -310,24 +287,15 @@ impl PyTensor {
     }
 
     fn mm(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let (a, b) = (
-            self.inner.clone(),
-            super::tensor::expect_tensor(other, "mm's argument")?,
-        );
+        let (a, b) = (self.inner.clone(), super::tensor::expect_tensor(other, "mm's argument")?);
         wrap(py, py.detach(move || a.mm(&b))?)
     }
     fn matmul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let (a, b) = (
-            self.inner.clone(),
-            super::tensor::expect_tensor(other, "matmul's argument")?,
-        );
+        let (a, b) = (self.inner.clone(), super::tensor::expect_tensor(other, "matmul's argument")?);
         wrap(py, py.detach(move || a.matmul(&b))?)
     }
     fn bmm(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let (a, b) = (
-            self.inner.clone(),
-            super::tensor::expect_tensor(other, "bmm's argument")?,
-        );
+        let (a, b) = (self.inner.clone(), super::tensor::expect_tensor(other, "bmm's argument")?);
         wrap(py, py.detach(move || a.bmm(&b))?)
     }
     fn t(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
@@ -356,11 +324,7 @@ impl PyTensor {
     }
     fn view_as(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let o = super::tensor::expect_tensor(other, "view_as's argument")?;
-        wrap(
-            py,
-            self.inner
-                .view(&o.shape().iter().map(|&d| d as isize).collect::<Vec<_>>())?,
-        )
+        wrap(py, self.inner.view(&o.shape().iter().map(|&d| d as isize).collect::<Vec<_>>())?)
     }
     #[pyo3(signature = (start_dim=0, end_dim=-1))]
     fn flatten(&self, py: Python<'_>, start_dim: isize, end_dim: isize) -> PyResult<Py<PyAny>> {
@@ -384,21 +348,9 @@ impl PyTensor {
         wrap(py, self.inner.expand_signed(&shape_args(sizes)?)?)
     }
     fn expand_as(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        wrap(
-            py,
-            self.inner.expand_as(&super::tensor::expect_tensor(
-                other,
-                "expand_as's argument",
-            )?)?,
-        )
+        wrap(py, self.inner.expand_as(&super::tensor::expect_tensor(other, "expand_as's argument")?)?)
     }
-    fn narrow(
-        &self,
-        py: Python<'_>,
-        dim: isize,
-        start: usize,
-        length: usize,
-    ) -> PyResult<Py<PyAny>> {
+    fn narrow(&self, py: Python<'_>, dim: isize, start: usize, length: usize) -> PyResult<Py<PyAny>> {
         wrap(py, self.inner.narrow(dim, start, length)?)
     }
     fn contiguous(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
@@ -409,41 +361,18 @@ impl PyTensor {
         wrap(slf.py(), t.contiguous()?)
     }
     fn clone(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(
-            py,
-            run(py, self.inner.numel(), || self.inner.clone_tensor())?,
-        )
+        wrap(py, run(py, self.inner.numel(), || self.inner.clone_tensor())?)
     }
 
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn sum(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        keepdim: bool,
-    ) -> PyResult<Py<PyAny>> {
+    fn sum(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyAny>> {
         let dims = dims_arg(dim)?;
-        wrap(
-            py,
-            run(py, self.inner.numel(), || {
-                self.inner.sum(dims.as_deref(), keepdim)
-            })?,
-        )
+        wrap(py, run(py, self.inner.numel(), || self.inner.sum(dims.as_deref(), keepdim))?)
     }
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn mean(
-        &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        keepdim: bool,
-    ) -> PyResult<Py<PyAny>> {
+    fn mean(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyAny>> {
         let dims = dims_arg(dim)?;
-        wrap(
-            py,
-            run(py, self.inner.numel(), || {
-                self.inner.mean(dims.as_deref(), keepdim)
-            })?,
-        )
+        wrap(py, run(py, self.inner.numel(), || self.inner.mean(dims.as_deref(), keepdim))?)
     }
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn max(&self, py: Python<'_>, dim: Option<isize>, keepdim: bool) -> PyResult<Py<PyAny>> {
@@ -452,9 +381,7 @@ impl PyTensor {
             Some(d) => {
                 let (v, i) = self.inner.max_dim(d, keepdim)?;
                 let cls = py.import("tapegrad._types")?.getattr("max_result")?;
-                Ok(cls
-                    .call1((PyTensor::wrap(py, v)?, PyTensor::wrap(py, i)?))?
-                    .unbind())
+                Ok(cls.call1((PyTensor::wrap(py, v)?, PyTensor::wrap(py, i)?))?.unbind())
             }
         }
     }
@@ -485,11 +412,7 @@ impl PyTensor {
         Ok(slf)
     }
     #[pyo3(signature = (min=None, max=None))]
-    fn clamp_(
-        slf: Bound<'_, Self>,
-        min: Option<f64>,
-        max: Option<f64>,
-    ) -> PyResult<Bound<'_, Self>> {
+    fn clamp_(slf: Bound<'_, Self>, min: Option<f64>, max: Option<f64>) -> PyResult<Bound<'_, Self>> {
         slf.get().inner.clamp_(min, max)?;
         Ok(slf)
     }
@@ -505,9 +428,7 @@ impl PyTensor {
     ) -> PyResult<Bound<'py, Self>> {
         let m = super::tensor::expect_tensor(mask, "mask")?;
         let v = tensor_arg(value, Some(slf.get().inner.dtype()))?;
-        slf.get()
-            .inner
-            .index_put_(&[crate::ops::IndexItem::Mask(m)], &v)?;
+        slf.get().inner.index_put_(&[crate::ops::IndexItem::Mask(m)], &v)?;
         Ok(slf)
     }
 }
@@ -527,12 +448,7 @@ fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: isize) -> PyResult<Py<
 }
 
 #[pyfunction]
-fn where_(
-    py: Python<'_>,
-    cond: &Bound<'_, PyAny>,
-    a: &Bound<'_, PyAny>,
-    b: &Bound<'_, PyAny>,
-) -> PyResult<Py<PyAny>> {
+fn where_(py: Python<'_>, cond: &Bound<'_, PyAny>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     let c = tensor_arg(cond, None)?;
     let ta = tensor_arg(a, None)?;
     let tb = tensor_arg(b, Some(ta.dtype()))?;

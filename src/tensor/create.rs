@@ -9,19 +9,12 @@ use crate::error::{Error, Result};
 
 /// Refuses sizes whose allocation would abort the process instead of failing.
 pub(crate) fn check_alloc(shape: &[usize], dtype: DType) -> Result<usize> {
-    let n = shape
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| {
-            Error::OutOfMemory(format!(
-                "a tensor of shape {shape:?} has more elements than can be addressed"
-            ))
-        })?;
+    let n = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d)).ok_or_else(|| {
+        Error::OutOfMemory(format!("a tensor of shape {shape:?} has more elements than can be addressed"))
+    })?;
     let bytes = n.saturating_mul(dtype.size());
     if bytes > (isize::MAX as usize) / 2 {
-        return Err(Error::OutOfMemory(format!(
-            "cannot allocate a tensor of shape {shape:?} ({bytes} bytes)"
-        )));
+        return Err(Error::OutOfMemory(format!("cannot allocate a tensor of shape {shape:?} ({bytes} bytes)")));
     }
     Ok(n)
 }
@@ -29,8 +22,7 @@ pub(crate) fn check_alloc(shape: &[usize], dtype: DType) -> Result<usize> {
 /// A vector of `n` copies of `v`, failing (not aborting) when memory is short.
 pub(crate) fn try_filled<T: Element>(n: usize, v: T) -> Result<Vec<T>> {
     let mut out: Vec<T> = Vec::new();
-    out.try_reserve_exact(n)
-        .map_err(|_| Error::OutOfMemory(format!("cannot allocate {n} elements")))?;
+    out.try_reserve_exact(n).map_err(|_| Error::OutOfMemory(format!("cannot allocate {n} elements")))?;
     out.resize(n, v);
     Ok(out)
 }
@@ -71,14 +63,10 @@ impl Tensor {
     /// `start, start+step, ...` below `end`.
     pub fn arange(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
         if step == 0.0 || !step.is_finite() || !start.is_finite() || !end.is_finite() {
-            return Err(Error::value(
-                "arange: step must be nonzero and bounds finite",
-            ));
+            return Err(Error::value("arange: step must be nonzero and bounds finite"));
         }
         if (end - start) / step < 0.0 {
-            return Err(Error::value(
-                "arange: upper bound and larger bound inconsistent with step sign",
-            ));
+            return Err(Error::value("arange: upper bound and larger bound inconsistent with step sign"));
         }
         let n = ((end - start) / step).ceil().max(0.0) as usize;
         check_alloc(&[n], dtype)?;

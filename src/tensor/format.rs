@@ -27,17 +27,9 @@ fn pick_style(dtype: DType, vals: &[f64]) -> Style {
     let finite: Vec<f64> = vals.iter().copied().filter(|v| v.is_finite()).collect();
     if finite.iter().all(|v| v.fract() == 0.0) {
         let max = finite.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-        return if max < 1e8 {
-            Style::FloatWhole
-        } else {
-            Style::Sci
-        };
+        return if max < 1e8 { Style::FloatWhole } else { Style::Sci };
     }
-    let nonzero: Vec<f64> = finite
-        .iter()
-        .map(|v| v.abs())
-        .filter(|&v| v > 0.0)
-        .collect();
+    let nonzero: Vec<f64> = finite.iter().map(|v| v.abs()).filter(|&v| v > 0.0).collect();
     let max = nonzero.iter().fold(0.0f64, |a, &v| a.max(v));
     let min = nonzero.iter().fold(f64::INFINITY, |a, &v| a.min(v));
     if max >= 1e8 || min < 1e-4 || (max / min) > 1e5 {
@@ -103,11 +95,7 @@ fn write_block(
     let n = shape[dim];
     let inner: usize = shape[dim + 1..].iter().product();
     let idx: Vec<Option<usize>> = if summarize && n > 2 * EDGE {
-        (0..EDGE)
-            .map(Some)
-            .chain(std::iter::once(None))
-            .chain((n - EDGE..n).map(Some))
-            .collect()
+        (0..EDGE).map(Some).chain(std::iter::once(None)).chain((n - EDGE..n).map(Some)).collect()
     } else {
         (0..n).map(Some).collect()
     };
@@ -133,16 +121,7 @@ fn write_block(
         match i {
             None => out.push_str("..."),
             Some(i) if last => out.push_str(&format!("{:>width$}", strs[offset + i])),
-            Some(i) => write_block(
-                out,
-                strs,
-                shape,
-                dim + 1,
-                offset + i * inner,
-                width,
-                summarize,
-                indent,
-            ),
+            Some(i) => write_block(out, strs, shape, dim + 1, offset + i * inner, width, summarize, indent),
         }
     }
     out.push(']');

@@ -54,16 +54,8 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
     let n = a.len().max(b.len());
     let mut out = vec![0; n];
     for i in 0..n {
-        let da = if i + a.len() >= n {
-            a[i + a.len() - n]
-        } else {
-            1
-        };
-        let db = if i + b.len() >= n {
-            b[i + b.len() - n]
-        } else {
-            1
-        };
+        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
+        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
         out[i] = if da == db || db == 1 {
             da
         } else if da == 1 {
@@ -86,19 +78,13 @@ pub fn is_broadcastable_to(from: &[usize], to: &[usize]) -> bool {
         return false;
     }
     let lead = to.len() - from.len();
-    from.iter()
-        .enumerate()
-        .all(|(i, &d)| d == 1 || d == to[lead + i])
+    from.iter().enumerate().all(|(i, &d)| d == 1 || d == to[lead + i])
 }
 
 impl Layout {
     /// A fresh row-major layout.
     pub fn contiguous(shape: &[usize]) -> Self {
-        Layout {
-            shape: shape.to_vec(),
-            strides: contiguous_strides(shape),
-            offset: 0,
-        }
+        Layout { shape: shape.to_vec(), strides: contiguous_strides(shape), offset: 0 }
     }
 
     /// Number of dimensions.
@@ -130,23 +116,13 @@ impl Layout {
         if self.numel() == 0 {
             return 0;
         }
-        self.offset
-            + self
-                .shape
-                .iter()
-                .zip(&self.strides)
-                .map(|(&d, &s)| (d - 1) * s)
-                .sum::<usize>()
-            + 1
+        self.offset + self.shape.iter().zip(&self.strides).map(|(&d, &s)| (d - 1) * s).sum::<usize>() + 1
     }
 
     /// True when two distinct indices reach the same element (a broadcast view); writing in place
     /// through such a layout is refused.
     pub fn has_internal_overlap(&self) -> bool {
-        self.shape
-            .iter()
-            .zip(&self.strides)
-            .any(|(&d, &s)| d > 1 && s == 0)
+        self.shape.iter().zip(&self.strides).any(|(&d, &s)| d > 1 && s == 0)
     }
 
     /// Swaps two dimensions.
@@ -160,11 +136,7 @@ impl Layout {
     /// Inserts a size-1 dimension at `dim` (already wrapped into `0..=ndim`).
     pub fn unsqueeze(&self, dim: usize) -> Self {
         let mut l = self.clone();
-        let stride = if dim < self.ndim() {
-            self.strides[dim] * self.shape[dim]
-        } else {
-            1
-        };
+        let stride = if dim < self.ndim() { self.strides[dim] * self.shape[dim] } else { 1 };
         l.shape.insert(dim, 1);
         l.strides.insert(dim, stride);
         l
@@ -208,21 +180,13 @@ impl Layout {
                 )));
             };
         }
-        Ok(Layout {
-            shape: shape.to_vec(),
-            strides,
-            offset: self.offset,
-        })
+        Ok(Layout { shape: shape.to_vec(), strides, offset: self.offset })
     }
 
     /// Elements `start, start+step, ...` below `stop` along `dim` (bounds already clamped).
     pub fn slice(&self, dim: usize, start: usize, stop: usize, step: usize) -> Self {
         let mut l = self.clone();
-        let len = if stop > start {
-            (stop - start).div_ceil(step)
-        } else {
-            0
-        };
+        let len = if stop > start { (stop - start).div_ceil(step) } else { 0 };
         if len > 0 {
             l.offset += start * self.strides[dim];
         }
@@ -243,11 +207,7 @@ impl Layout {
     /// A view with a new shape, when the strides allow one without copying (contiguous data).
     pub fn view_as(&self, shape: &[usize]) -> Option<Self> {
         if self.is_contiguous() {
-            Some(Layout {
-                shape: shape.to_vec(),
-                strides: contiguous_strides(shape),
-                offset: self.offset,
-            })
+            Some(Layout { shape: shape.to_vec(), strides: contiguous_strides(shape), offset: self.offset })
         } else {
             None
         }

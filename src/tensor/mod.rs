@@ -69,12 +69,7 @@ impl Tensor {
             )));
         }
         let dtype = buffer.dtype();
-        Ok(Tensor::from_parts(
-            Arc::new(Storage::new(buffer)),
-            Layout::contiguous(shape),
-            dtype,
-            None,
-        ))
+        Ok(Tensor::from_parts(Arc::new(Storage::new(buffer)), Layout::contiguous(shape), dtype, None))
     }
 
     /// A new tensor from a vector of elements.
@@ -94,27 +89,11 @@ impl Tensor {
         } else {
             arr.iter().copied().collect()
         };
-        Tensor::from_parts(
-            Arc::new(Storage::new(T::into_buffer(data))),
-            Layout::contiguous(&shape),
-            T::DTYPE,
-            None,
-        )
+        Tensor::from_parts(Arc::new(Storage::new(T::into_buffer(data))), Layout::contiguous(&shape), T::DTYPE, None)
     }
 
-    pub(crate) fn from_parts(
-        storage: Arc<Storage>,
-        layout: Layout,
-        dtype: DType,
-        base: Option<Tensor>,
-    ) -> Tensor {
-        Tensor(Arc::new(TensorImpl {
-            storage,
-            layout,
-            dtype,
-            base,
-            meta: Mutex::new(AutogradMeta::default()),
-        }))
+    pub(crate) fn from_parts(storage: Arc<Storage>, layout: Layout, dtype: DType, base: Option<Tensor>) -> Tensor {
+        Tensor(Arc::new(TensorImpl { storage, layout, dtype, base, meta: Mutex::new(AutogradMeta::default()) }))
     }
 
     /// A view sharing this tensor's storage (and version counter), with no history.
@@ -245,9 +224,7 @@ impl Tensor {
     pub fn retain_grad(&self) -> Result<()> {
         let mut m = self.0.meta.lock();
         if m.grad_fn.is_none() && !m.requires_grad {
-            return Err(Error::autograd(
-                "can't retain_grad on Tensor that has requires_grad=False",
-            ));
+            return Err(Error::autograd("can't retain_grad on Tensor that has requires_grad=False"));
         }
         m.retains_grad = true;
         Ok(())
@@ -267,12 +244,7 @@ impl Tensor {
 
     /// Same data, same storage and version counter, no history.
     pub fn detach(&self) -> Tensor {
-        Tensor::from_parts(
-            self.0.storage.clone(),
-            self.0.layout.clone(),
-            self.0.dtype,
-            self.0.base.clone(),
-        )
+        Tensor::from_parts(self.0.storage.clone(), self.0.layout.clone(), self.0.dtype, self.0.base.clone())
     }
 
     // ---- data access ----
@@ -280,27 +252,16 @@ impl Tensor {
     /// Runs `f` over a strided view of the data (read lock held meanwhile).
     pub fn with_view<T: Element, R>(&self, f: impl FnOnce(ArrayViewD<'_, T>) -> R) -> Result<R> {
         let guard = self.0.storage.read();
-        let slice = T::slice(&guard).ok_or_else(|| {
-            Error::dtype(format!(
-                "expected a {} tensor, got {}",
-                T::DTYPE,
-                self.0.dtype
-            ))
-        })?;
+        let slice = T::slice(&guard)
+            .ok_or_else(|| Error::dtype(format!("expected a {} tensor, got {}", T::DTYPE, self.0.dtype)))?;
         let l = &self.0.layout;
         if l.numel() > 0 && l.storage_extent() > slice.len() {
-            return Err(Error::index(
-                "tensor layout reaches past the end of its storage",
-            ));
+            return Err(Error::index("tensor layout reaches past the end of its storage"));
         }
         // SAFETY: the extent check above keeps every index in bounds; the view is read-only, so
         // stride-0 (broadcast) aliasing is allowed; the read guard outlives the view.
         let view = unsafe {
-            let ptr = if l.numel() == 0 {
-                slice.as_ptr()
-            } else {
-                slice.as_ptr().add(l.offset)
-            };
+            let ptr = if l.numel() == 0 { slice.as_ptr() } else { slice.as_ptr().add(l.offset) };
             ArrayViewD::from_shape_ptr(IxDyn(&l.shape).strides(IxDyn(&l.strides)), ptr)
         };
         Ok(f(view))
@@ -310,19 +271,12 @@ impl Tensor {
     pub fn with_contiguous<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
         if self.0.layout.is_contiguous() {
             let guard = self.0.storage.read();
-            let slice = T::slice(&guard).ok_or_else(|| {
-                Error::dtype(format!(
-                    "expected a {} tensor, got {}",
-                    T::DTYPE,
-                    self.0.dtype
-                ))
-            })?;
+            let slice = T::slice(&guard)
+                .ok_or_else(|| Error::dtype(format!("expected a {} tensor, got {}", T::DTYPE, self.0.dtype)))?;
             let start = self.0.layout.offset;
             let n = self.numel();
             if start + n > slice.len() {
-                return Err(Error::index(
-                    "tensor layout reaches past the end of its storage",
-                ));
+                return Err(Error::index("tensor layout reaches past the end of its storage"));
             }
             Ok(f(&slice[start..start + n]))
         } else {
@@ -353,10 +307,7 @@ impl Tensor {
     /// The single value of a one-element tensor, as f64.
     pub fn item(&self) -> Result<f64> {
         if self.numel() != 1 {
-            return Err(Error::value(format!(
-                "a Tensor with {} elements cannot be converted to Scalar",
-                self.numel()
-            )));
+            return Err(Error::value(format!("a Tensor with {} elements cannot be converted to Scalar", self.numel())));
         }
         Ok(self.to_f64_vec()?[0])
     }

@@ -26,9 +26,7 @@ fn float_only(dtype: DType, what: &str) -> Result<()> {
     if dtype.is_float() {
         Ok(())
     } else {
-        Err(Error::dtype(format!(
-            "{what} is only implemented for floating-point dtypes, got {dtype}"
-        )))
+        Err(Error::dtype(format!("{what} is only implemented for floating-point dtypes, got {dtype}")))
     }
 }
 

@@ -76,11 +76,7 @@ pub struct Storage {
 impl Storage {
     /// Wraps a buffer at version 0.
     pub fn new(buffer: Buffer) -> Self {
-        Storage {
-            data: RwLock::new(buffer),
-            version: AtomicU64::new(0),
-            last_write: Mutex::new(None),
-        }
+        Storage { data: RwLock::new(buffer), version: AtomicU64::new(0), last_write: Mutex::new(None) }
     }
 
     /// Read access. Recursive, so a kernel may read two views of the same storage at once.

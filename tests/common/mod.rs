@@ -5,22 +5,15 @@ use tapegrad::{DType, Tensor};
 
 /// A float64 leaf from values.
 pub fn leaf(values: &[f64], shape: &[usize]) -> Tensor {
-    Tensor::from_vec(values.to_vec(), shape)
-        .unwrap()
-        .requires_grad_(true)
-        .unwrap()
+    Tensor::from_vec(values.to_vec(), shape).unwrap().requires_grad_(true).unwrap()
 }
 
 /// Deterministic pseudo-random values in [-1, 1).
 pub fn values(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
     (0..n)
         .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
         })
         .collect()
@@ -57,23 +50,12 @@ pub fn check_grads(f: &dyn Fn(&[Tensor]) -> Tensor, inputs: &[Tensor]) {
     for t in inputs {
         t.set_grad(None).unwrap();
     }
-    f(inputs)
-        .sum(None, false)
-        .unwrap()
-        .backward_default()
-        .unwrap();
+    f(inputs).sum(None, false).unwrap().backward_default().unwrap();
     for (k, t) in inputs.iter().enumerate() {
-        let analytic = t
-            .grad()
-            .expect("gradient reached the input")
-            .to_vec::<f64>()
-            .unwrap();
+        let analytic = t.grad().expect("gradient reached the input").to_vec::<f64>().unwrap();
         let numeric = numeric_grad(f, inputs, k);
         for (a, n) in analytic.iter().zip(&numeric) {
-            assert!(
-                (a - n).abs() <= 1e-5 + 1e-4 * n.abs(),
-                "input {k}: analytic {a} vs numeric {n}"
-            );
+            assert!((a - n).abs() <= 1e-5 + 1e-4 * n.abs(), "input {k}: analytic {a} vs numeric {n}");
         }
     }
 }

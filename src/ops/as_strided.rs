@@ -1,0 +1,133 @@
+//! Moving values between a base tensor and a view of it, by their layouts over one storage.
+//!
+//! NOTE [In-place on views]: writing in place through a view `v` of a base `b` changes `b` too, so
+//! `b`'s history must learn of it (PyTorch's CopySlices). We record:
+//! - on `b`, a `CopySlices` node with inputs (old `b`, new value of `v`): the gradient of the old
+//!   base is the incoming gradient with `v`'s region zeroed; the gradient of the new value is the
+//!   incoming gradient read at `v`'s region;
+//! - on `v`, an `AsStridedBackward` node whose only input is the new `b`: the gradient of `b` is
+//!   `v`'s gradient written at `v`'s region of zeros.
+//!
+//! Regions are expressed by layouts over the base's storage, so any view (slices, transposes,
+//! selects, unsqueezes) works the same way. Each move goes through a scratch buffer the size of
+//! the storage.
+
+use crate::autograd::node::{Backward, Node};
+use crate::autograd::record::record_node;
+use crate::error::Result;
+use crate::tensor::layout::Layout;
+use crate::tensor::Tensor;
+
+/// Where a view sits inside its base.
+#[derive(Clone, Debug)]
+pub(crate) struct Region {
+    pub base: Layout,
+    pub view: Layout,
+    pub storage_len: usize,
+}
+
+impl Region {
+    pub(crate) fn of(base: &Tensor, view: &Tensor) -> Region {
+        Region { base: base.layout().clone(), view: view.layout().clone(), storage_len: base.storage().read().len() }
+    }
+
+    /// Writes `src` through `from` into a zero scratch storage (after `fill` through `pre`), then
+    /// reads it back through `to`.
+    fn relayout(&self, src: &Tensor, from: &Layout, to: &Layout, clear: Option<&Layout>) -> Result<Tensor> {
+        let scratch = Tensor::zeros(&[self.storage_len], src.dtype())?;
+        let at = |l: &Layout| Tensor::from_parts(scratch.storage().clone(), l.clone(), src.dtype(), None);
+        super::kernel::write_into(&at(from), &src.detach())?;
+        if let Some(c) = clear {
+            let target = at(c);
+            super::kernel::write_into(&target, &Tensor::zeros(&c.shape, src.dtype())?)?;
+        }
+        at(to).clone_data()
+    }
+
+    /// The view's region of a tensor shaped like the base.
+    pub(crate) fn read(&self, g_base: &Tensor) -> Result<Tensor> {
+        let out = self.relayout(g_base, &self.base, &self.view, None)?;
+        record_if(g_base, &out, "AsStridedBackward", || Box::new(RegionWrite(self.clone())));
+        Ok(out)
+    }
+
+    /// A base-shaped tensor of zeros with `g_view` at the view's region.
+    pub(crate) fn write(&self, g_view: &Tensor) -> Result<Tensor> {
+        let out = self.relayout(g_view, &self.view, &self.base, None)?;
+        record_if(g_view, &out, "AsStridedScatterBackward", || Box::new(RegionRead(self.clone())));
+        Ok(out)
+    }
+
+    /// A base-shaped tensor with the view's region set to zero.
+    pub(crate) fn clear(&self, g_base: &Tensor) -> Result<Tensor> {
+        let out = self.relayout(g_base, &self.base, &self.base, Some(&self.view))?;
+        record_if(g_base, &out, "MaskedFillBackward", || Box::new(RegionClear(self.clone())));
+        Ok(out)
+    }
+}
+
+fn record_if(input: &Tensor, out: &Tensor, name: &'static str, formula: impl FnOnce() -> Box<dyn Backward>) {
+    if crate::autograd::record::needs_grad(&[input]) {
+        record_node(std::borrow::Cow::Borrowed(name), &[input], &[out], formula(), vec![]);
+    }
+}
+
+/// Backward of `Region::read`.
+struct RegionWrite(Region);
+impl Backward for RegionWrite {
+    fn apply(&self, _node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = grads.into_iter().next().flatten() else { return Ok(vec![None]) };
+        Ok(vec![Some(self.0.write(&g)?)])
+    }
+}
+
+/// Backward of `Region::write`.
+struct RegionRead(Region);
+impl Backward for RegionRead {
+    fn apply(&self, _node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = grads.into_iter().next().flatten() else { return Ok(vec![None]) };
+        Ok(vec![Some(self.0.read(&g)?)])
+    }
+}
+
+/// Backward of `Region::clear` (it is its own adjoint).
+struct RegionClear(Region);
+impl Backward for RegionClear {
+    fn apply(&self, _node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = grads.into_iter().next().flatten() else { return Ok(vec![None]) };
+        Ok(vec![Some(self.0.clear(&g)?)])
+    }
+}
+
+/// The base's node after an in-place write through a view (see the module note).
+struct CopySlices(Region);
+impl Backward for CopySlices {
+    fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = grads.into_iter().next().flatten() else { return Ok(vec![None, None]) };
+        let need = |i: usize| node.next_edges()[i].is_some();
+        Ok(vec![
+            if need(0) { Some(self.0.clear(&g)?) } else { None },
+            if need(1) { Some(self.0.read(&g)?) } else { None },
+        ])
+    }
+}
+
+/// Gives `base` and `view` their history after `new_value` was written through `view`.
+pub(crate) fn rebase_view(base: &Tensor, view: &Tensor, new_value: &Tensor) {
+    let region = Region::of(base, view);
+    let node = record_node(
+        std::borrow::Cow::Borrowed("CopySlices"),
+        &[base, new_value],
+        &[base],
+        Box::new(CopySlices(region.clone())),
+        vec![],
+    );
+    let _ = node;
+    record_node(
+        std::borrow::Cow::Borrowed("AsStridedBackward"),
+        &[base],
+        &[view],
+        Box::new(RegionWrite(region)),
+        vec![],
+    );
+}
