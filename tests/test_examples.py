@@ -4,6 +4,7 @@ import importlib.util
 import pathlib
 
 import numpy as np
+
 import tapegrad as tg
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

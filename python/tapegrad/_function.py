@@ -73,6 +73,24 @@ class FunctionCtx:
         self._tg_needs = _NeedsInputGrad((False,) * len(names), names)
 
     # -- called by the native layer --
+    def _tg_store_output_ref(self, name, ref):
+        # An output kept on ctx is stored without its node (no reference cycle); reading the
+        # attribute rebuilds the tensor with its grad_fn.
+        self.__dict__.pop(name, None)
+        self.__dict__.setdefault("_tg_output_refs", {})[name] = ref
+
+    def __getattr__(self, name):
+        refs = self.__dict__.get("_tg_output_refs")
+        if refs is not None and name in refs:
+            return refs[name].get()
+        raise AttributeError(f"'FunctionCtx' object has no attribute {name!r}")
+
+    def __setattr__(self, name, value):
+        refs = self.__dict__.get("_tg_output_refs")
+        if refs is not None:
+            refs.pop(name, None)
+        object.__setattr__(self, name, value)
+
     def _tg_begin_forward(self, needs):
         self._tg_needs = _NeedsInputGrad(tuple(needs), self._tg_names)
         self._tg_in_forward = True

@@ -142,6 +142,9 @@ impl<Op: CustomOp> Backward for CustomBackward<Op> {
     fn differentiable_twice(&self) -> bool {
         !self.op.once_differentiable()
     }
+    fn custom_op(&self) -> Option<&dyn std::any::Any> {
+        Some(&self.op)
+    }
 }
 
 /// Runs a custom operation and records it (API.md §3): inputs detached and grad mode off inside

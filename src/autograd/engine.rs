@@ -192,6 +192,7 @@ fn run(
         }
         let node = nodes[&nid].clone();
         let grads = buffers.remove(&nid).unwrap_or_else(|| vec![None; node.num_outputs().max(1)]);
+        let grads = super::hooks::run_pre_hooks(&node, grads)?;
         for (k, t) in targets.iter().enumerate() {
             if let Some(t) = t {
                 if t.node == nid {
@@ -206,7 +207,6 @@ fn run(
         if !runs {
             continue;
         }
-        retain_grads(&node, &grads)?;
         let out = call_node(&node, grads, create_graph)?;
         if !retain_graph {
             node.release_variables();
@@ -268,22 +268,6 @@ fn add_to_buffer(buffers: &mut HashMap<NodeId, Vec<Option<Tensor>>>, edge: &Edge
         None => g,
         Some(prev) => prev.add(&g)?,
     });
-    Ok(())
-}
-
-/// Stores the incoming gradient on non-leaf outputs that asked for it (`retain_grad`).
-fn retain_grads(node: &Node, grads: &[Option<Tensor>]) -> Result<()> {
-    let list = node.retain_grad.lock().clone();
-    for (nr, weak) in list {
-        if let (Some(imp), Some(Some(g))) = (weak.upgrade(), grads.get(nr)) {
-            let t = Tensor(imp);
-            let new = match t.grad() {
-                None => g.detach().clone_data()?,
-                Some(old) => old.add(&g.detach())?,
-            };
-            t.0.meta.lock().grad = Some(new);
-        }
-    }
     Ok(())
 }
 

@@ -62,6 +62,12 @@ pub trait Backward: Send + Sync {
     fn differentiable_twice(&self) -> bool {
         true
     }
+
+    /// The user's custom operation behind this formula, for bindings that need to reach it
+    /// (Python's garbage collector visits the objects a Python custom function holds).
+    fn custom_op(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 /// The saved tensors of a node: stored until the graph is released.
@@ -81,8 +87,8 @@ pub struct Node {
     pub(crate) backward: Option<Box<dyn Backward>>,
     /// Where the node was created (anomaly mode).
     pub(crate) created_at: Option<String>,
-    /// Non-leaf tensors that asked to keep their gradient: (output_nr, tensor), held weakly.
-    pub(crate) retain_grad: Mutex<Vec<(usize, std::sync::Weak<crate::tensor::TensorImpl>)>>,
+    /// Hooks on this node's outputs' gradients, by output number (see `hooks.rs`).
+    pub(crate) pre_hooks: Mutex<Vec<(usize, super::hooks::PreHook)>>,
 }
 
 static NEXT_SEQ: AtomicU64 = AtomicU64::new(0);
@@ -110,7 +116,7 @@ impl Node {
             saved: Mutex::new(SavedSlot::Stored(saved)),
             backward: Some(backward),
             created_at: super::anomaly::current_location(),
-            retain_grad: Mutex::new(Vec::new()),
+            pre_hooks: Mutex::new(Vec::new()),
         }
     }
 

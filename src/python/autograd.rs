@@ -85,6 +85,35 @@ impl PyNode {
     }
 }
 
+/// What `Tensor.register_hook` returns.
+#[pyclass(name = "RemovableHandle", module = "tapegrad", frozen)]
+pub struct PyHookHandle {
+    handle: crate::autograd::HookHandle,
+}
+
+#[pymethods]
+impl PyHookHandle {
+    fn remove(&self) {
+        self.handle.remove()
+    }
+}
+
+/// Wraps a Python callable as a core gradient hook. The hook runs with the GIL; its exception
+/// travels through the engine unchanged.
+pub(crate) fn register_hook(t: &Tensor, hook: Py<PyAny>) -> PyResult<PyHookHandle> {
+    let f: crate::autograd::GradHook = Arc::new(move |g: &Tensor| {
+        Python::attach(|py| -> PyResult<Option<Tensor>> {
+            let r = hook.bind(py).call1((PyTensor::wrap(py, g.clone())?,))?;
+            if r.is_none() {
+                return Ok(None);
+            }
+            super::tensor::expect_tensor(&r, "a hook's return value").map(Some)
+        })
+        .map_err(super::errors::external)
+    });
+    Ok(PyHookHandle { handle: t.register_hook(f)? })
+}
+
 #[pyfunction]
 fn _set_grad_enabled(flag: bool) -> bool {
     grad_mode::set_grad_enabled(flag)

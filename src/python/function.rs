@@ -178,6 +178,50 @@ impl CustomOp for PyFunctionOp {
     }
 }
 
+/// The Python ctx held by a node, when the node is a Python custom function.
+pub(crate) fn python_ctx(node: &Node) -> Option<&Py<PyAny>> {
+    node.formula().custom_op()?.downcast_ref::<PyFunctionOp>().map(|op| &op.ctx)
+}
+
+/// A ctx attribute that was one of the function's outputs, kept without its node so that the ctx
+/// does not own the node that owns the ctx (see NOTE [Cycles through Rust] in `tensor.rs`).
+#[pyclass(module = "tapegrad", frozen)]
+pub struct OutputRef {
+    data: Tensor,
+    node: Weak<Node>,
+    output_nr: usize,
+}
+
+#[pymethods]
+impl OutputRef {
+    fn get(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        let t = self.data.detach();
+        if let Some(node) = self.node.upgrade() {
+            t.set_history(node, self.output_nr);
+        }
+        PyTensor::wrap(py, t)
+    }
+}
+
+/// Replaces outputs stored as ctx attributes by `OutputRef`s.
+fn detach_outputs_on_ctx(ctx: &Bound<'_, PyAny>, outputs: &[Tensor], node: &Arc<Node>) -> PyResult<()> {
+    let dict = ctx.getattr("__dict__")?;
+    let dict = dict.cast::<pyo3::types::PyDict>()?;
+    let mut replace = Vec::new();
+    for (k, v) in dict.iter() {
+        if let Ok(t) = v.cast::<PyTensor>() {
+            if let Some(nr) = outputs.iter().position(|o| o.same(&t.get().inner)) {
+                replace.push((k, nr));
+            }
+        }
+    }
+    for (k, nr) in replace {
+        let r = OutputRef { data: outputs[nr].detach(), node: Arc::downgrade(node), output_nr: nr };
+        ctx.call_method1("_tg_store_output_ref", (k, r))?;
+    }
+    Ok(())
+}
+
 /// `Function.apply` after argument binding: runs the custom function and returns its outputs
 /// (tensors get their history; other values pass through; identities kept where PyTorch keeps them).
 #[pyfunction]
@@ -214,6 +258,7 @@ fn _function_apply(
     let (outputs, node) = apply_custom_with_node(op, &inputs)?;
     if let Some(node) = &node {
         ctx.bind(py).setattr("_tg_saved_handle", SavedHandle { node: Arc::downgrade(node) })?;
+        detach_outputs_on_ctx(ctx.bind(py), &outputs, node)?;
     }
     let raw = raw_output.lock().take().unwrap_or_else(|| py.None());
     let raw = raw.bind(py);

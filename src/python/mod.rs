@@ -19,7 +19,9 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<convert::PyDType>()?;
     m.add_class::<convert::PyDevice>()?;
     m.add_class::<autograd::PyNode>()?;
+    m.add_class::<autograd::PyHookHandle>()?;
     m.add_class::<function::SavedHandle>()?;
+    m.add_class::<function::OutputRef>()?;
     convert::register(m)?;
     autograd::register(m)?;
     function::register(m)?;

@@ -44,6 +44,27 @@ pub(crate) fn tensor_list(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<Te
 
 #[pymethods]
 impl PyTensor {
+    /// NOTE [Cycles through Rust]: a Python custom function's ctx can hold the function's own
+    /// output (`ctx.out = out`, or a closure that captures it), making a cycle
+    /// Python tensor -> Rust node -> ctx -> tensor that Python's collector cannot see. We report the
+    /// ctx as referenced by this tensor only when the chain is exclusive (this object is the only
+    /// owner of the tensor, and the tensor the only owner of the node), so the collector's
+    /// arithmetic stays exact; clearing the ctx's `__dict__` then breaks the cycle.
+    fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
+        if std::sync::Arc::strong_count(&self.inner.0) != 1 {
+            return Ok(());
+        }
+        let Some(meta) = self.inner.0.meta.try_lock() else { return Ok(()) };
+        if let Some(node) = &meta.grad_fn {
+            if std::sync::Arc::strong_count(node) == 1 {
+                if let Some(ctx) = super::function::python_ctx(node) {
+                    visit.call(ctx)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         PyTuple::new(py, self.inner.shape())
@@ -136,16 +157,11 @@ impl PyTensor {
         self.inner.output_nr()
     }
     fn retain_grad(&self) -> PyResult<()> {
-        let t = &self.inner;
-        t.retain_grad()?;
-        if let Some(f) = t.grad_fn() {
-            let mut list = f.retain_grad.lock();
-            let weak = std::sync::Arc::downgrade(&t.0);
-            if !list.iter().any(|(_, w)| w.ptr_eq(&weak)) {
-                list.push((t.output_nr(), weak));
-            }
-        }
-        Ok(())
+        Ok(self.inner.retain_grad()?)
+    }
+    /// Registers `hook(grad)` (returning None or a replacement gradient); returns a handle with `.remove()`.
+    fn register_hook(&self, hook: Py<PyAny>) -> PyResult<super::autograd::PyHookHandle> {
+        super::autograd::register_hook(&self.inner, hook)
     }
     #[getter]
     fn retains_grad(&self) -> bool {

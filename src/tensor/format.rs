@@ -76,7 +76,7 @@ pub fn format_data(t: &Tensor) -> String {
         return format!("tensor({})", strs.first().cloned().unwrap_or_default());
     }
     let mut out = String::from("tensor(");
-    write_block(&mut out, &strs, &shape, 0, 0, width, summarize, 8);
+    write_block(&mut out, &strs, &shape, 0, 0, width, summarize, "tensor(".len());
     out.push(')');
     out
 }

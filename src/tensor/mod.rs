@@ -50,6 +50,8 @@ pub struct AutogradMeta {
     pub grad_accumulator: Weak<Node>,
     /// Keep `.grad` on a non-leaf.
     pub retains_grad: bool,
+    /// Gradient hooks of a leaf (a non-leaf's hooks live on its `grad_fn`).
+    pub(crate) hooks: Vec<(u64, crate::autograd::hooks::GradHook)>,
 }
 
 impl std::fmt::Debug for Tensor {
@@ -218,16 +220,6 @@ impl Tensor {
     /// A leaf has no `grad_fn`.
     pub fn is_leaf(&self) -> bool {
         self.0.meta.lock().grad_fn.is_none()
-    }
-
-    /// Keeps `.grad` for a non-leaf after backward.
-    pub fn retain_grad(&self) -> Result<()> {
-        let mut m = self.0.meta.lock();
-        if m.grad_fn.is_none() && !m.requires_grad {
-            return Err(Error::autograd("can't retain_grad on Tensor that has requires_grad=False"));
-        }
-        m.retains_grad = true;
-        Ok(())
     }
 
     /// Whether `retain_grad` was called.

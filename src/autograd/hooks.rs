@@ -1,0 +1,140 @@
+//! Gradient hooks: functions that see (and may replace) the gradient of a tensor when the engine
+//! computes it, before it is accumulated or captured. A leaf keeps its hooks itself (its
+//! accumulator is made lazily and owned by the graph); a non-leaf's hooks sit on its `grad_fn`,
+//! keyed by output number. `retain_grad` is a hook that runs after the user's.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use super::node::Node;
+use crate::error::{Error, Result};
+use crate::tensor::layout::fmt_shape;
+use crate::tensor::{Tensor, TensorImpl};
+
+/// A gradient hook: returns `Some(new)` to replace the gradient, `None` to keep it.
+pub type GradHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
+
+/// What runs on a gradient before its node.
+#[derive(Clone)]
+pub(crate) enum PreHook {
+    /// A user hook.
+    User(u64, GradHook),
+    /// `retain_grad`: store the gradient on the (non-leaf) tensor.
+    Retain(Weak<TensorImpl>),
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Where a hook was registered; `remove` takes it away.
+pub struct HookHandle {
+    target: Target,
+    id: u64,
+}
+
+enum Target {
+    Leaf(Weak<TensorImpl>),
+    Node(Weak<Node>),
+}
+
+impl HookHandle {
+    /// Removes the hook (idempotent; a no-op once the tensor or node is gone).
+    pub fn remove(&self) {
+        match &self.target {
+            Target::Leaf(w) => {
+                if let Some(t) = w.upgrade() {
+                    t.meta.lock().hooks.retain(|(id, _)| *id != self.id);
+                }
+            }
+            Target::Node(w) => {
+                if let Some(n) = w.upgrade() {
+                    n.pre_hooks.lock().retain(|(_, h)| !matches!(h, PreHook::User(id, _) if *id == self.id));
+                }
+            }
+        }
+    }
+}
+
+impl Tensor {
+    /// Registers `hook` to run on this tensor's gradient each time one is computed.
+    pub fn register_hook(&self, hook: GradHook) -> Result<HookHandle> {
+        if !self.requires_grad() {
+            return Err(Error::autograd("cannot register a hook on a tensor that doesn't require gradient"));
+        }
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        match self.grad_fn() {
+            None => {
+                self.0.meta.lock().hooks.push((id, hook));
+                Ok(HookHandle { target: Target::Leaf(Arc::downgrade(&self.0)), id })
+            }
+            Some(node) => {
+                node.pre_hooks.lock().push((self.output_nr(), PreHook::User(id, hook)));
+                Ok(HookHandle { target: Target::Node(Arc::downgrade(&node)), id })
+            }
+        }
+    }
+
+    /// Keeps `.grad` on a non-leaf after backward (a no-op on leaves, which always keep it).
+    pub fn retain_grad(&self) -> Result<()> {
+        if !self.requires_grad() {
+            return Err(Error::autograd("can't retain_grad on Tensor that has requires_grad=False"));
+        }
+        let Some(node) = self.grad_fn() else { return Ok(()) };
+        self.0.meta.lock().retains_grad = true;
+        let weak = Arc::downgrade(&self.0);
+        let mut hooks = node.pre_hooks.lock();
+        if !hooks.iter().any(|(_, h)| matches!(h, PreHook::Retain(w) if w.ptr_eq(&weak))) {
+            hooks.push((self.output_nr(), PreHook::Retain(weak)));
+        }
+        Ok(())
+    }
+}
+
+fn call(hook: &GradHook, g: Tensor) -> Result<Tensor> {
+    match hook(&g)? {
+        None => Ok(g),
+        Some(new) if new.shape() == g.shape() => Ok(new),
+        Some(new) => Err(Error::shape(format!(
+            "hook returned a gradient of shape {} for a tensor whose gradient has shape {}",
+            fmt_shape(new.shape()),
+            fmt_shape(g.shape())
+        ))),
+    }
+}
+
+/// Runs the hooks that apply to `node`'s incoming gradients: the leaf's own hooks for an
+/// accumulator, else the hooks registered on the node's outputs; `retain_grad` last.
+pub(crate) fn run_pre_hooks(node: &Node, mut grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+    if let Some(leaf) = node.formula().accumulates_into() {
+        let hooks: Vec<GradHook> = leaf.0.meta.lock().hooks.iter().map(|(_, h)| h.clone()).collect();
+        for h in &hooks {
+            if let Some(g) = grads[0].take() {
+                grads[0] = Some(call(h, g)?);
+            }
+        }
+        return Ok(grads);
+    }
+    let hooks = node.pre_hooks.lock().clone();
+    if hooks.is_empty() {
+        return Ok(grads);
+    }
+    for (nr, h) in hooks.iter() {
+        if let (PreHook::User(_, h), Some(slot)) = (h, grads.get_mut(*nr)) {
+            if let Some(g) = slot.take() {
+                *slot = Some(call(h, g)?);
+            }
+        }
+    }
+    for (nr, h) in hooks.iter() {
+        if let (PreHook::Retain(w), Some(Some(g))) = (h, grads.get(*nr)) {
+            if let Some(imp) = w.upgrade() {
+                let t = Tensor(imp);
+                let new = match t.grad() {
+                    None => g.detach().clone_data()?,
+                    Some(old) => old.add(&g.detach())?,
+                };
+                t.0.meta.lock().grad = Some(new);
+            }
+        }
+    }
+    Ok(grads)
+}
