@@ -104,6 +104,11 @@ pub trait CustomOp: Send + Sync + 'static {
     /// Frees state other than saved tensors when the graph is released.
     fn release(&self) {}
 
+    /// False when `backward` must run on the engine's own thread, one node at a time.
+    fn parallel_safe(&self) -> bool {
+        true
+    }
+
     /// True when `backward` cannot itself be differentiated.
     fn once_differentiable(&self) -> bool {
         false
@@ -144,6 +149,9 @@ impl<Op: CustomOp> Backward for CustomBackward<Op> {
     }
     fn custom_op(&self) -> Option<&dyn std::any::Any> {
         Some(&self.op)
+    }
+    fn parallel_safe(&self) -> bool {
+        self.op.parallel_safe()
     }
 }
 

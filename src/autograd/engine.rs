@@ -13,6 +13,8 @@
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use super::anomaly;
 use super::grad_mode::GradModeGuard;
 use super::node::{gradient_edge, Edge, Node};
@@ -180,52 +182,105 @@ fn run(
         }
     }
 
-    // 3. Run.
+    // 3. Run, one batch of ready nodes at a time (see NOTE [Parallel branches]).
     let mut captured: Vec<Option<Tensor>> = vec![None; capture.len()];
-    let mut steps: usize = 0;
-    while let Some((_, nid)) = ready.pop() {
-        steps += 1;
-        if steps.is_multiple_of(1024) {
+    let mut batches: usize = 0;
+    while let Some(first) = ready.pop() {
+        batches += 1;
+        if batches.is_multiple_of(256) {
             if let Some(hook) = INTERRUPT_HOOK.get() {
                 hook()?;
             }
         }
-        let node = nodes[&nid].clone();
-        let grads = buffers.remove(&nid).unwrap_or_else(|| vec![None; node.num_outputs().max(1)]);
-        let grads = super::hooks::run_pre_hooks(&node, grads)?;
-        for (k, t) in targets.iter().enumerate() {
-            if let Some(t) = t {
-                if t.node == nid {
-                    captured[k] = grads.get(t.input_nr).cloned().flatten();
+        let mut batch = vec![first];
+        if is_parallel_candidate(&nodes[&first.1], &buffers, first.1) {
+            while let Some(&next) = ready.peek() {
+                if batch.len() >= MAX_BATCH || !is_parallel_candidate(&nodes[&next.1], &buffers, next.1) {
+                    break;
+                }
+                batch.push(next);
+                ready.pop();
+            }
+        }
+        let mut jobs: Vec<(Arc<Node>, Vec<Option<Tensor>>)> = Vec::with_capacity(batch.len());
+        for &(_, nid) in &batch {
+            let node = nodes[&nid].clone();
+            let grads = buffers.remove(&nid).unwrap_or_else(|| vec![None; node.num_outputs().max(1)]);
+            let grads = super::hooks::run_pre_hooks(&node, grads)?;
+            for (k, t) in targets.iter().enumerate() {
+                if let Some(t) = t {
+                    if t.node == nid {
+                        captured[k] = grads.get(t.input_nr).cloned().flatten();
+                    }
                 }
             }
-        }
-        let runs = match &must_run {
-            None => true,
-            Some(set) => set.get(&nid).copied().unwrap_or(false),
-        };
-        if !runs {
-            continue;
-        }
-        let out = call_node(&node, grads, create_graph)?;
-        if !retain_graph {
-            node.release_variables();
-        }
-        for (i, edge) in node.edges.iter().enumerate() {
-            let Some(edge) = edge else { continue };
-            if let Some(Some(g)) = out.get(i) {
-                add_to_buffer(&mut buffers, edge, g.clone())?;
+            let runs = match &must_run {
+                None => true,
+                Some(set) => set.get(&nid).copied().unwrap_or(false),
+            };
+            if runs {
+                jobs.push((node, grads));
             }
-            let cid = id(&edge.node);
-            if let Some(d) = deps.get_mut(&cid) {
-                *d -= 1;
-                if *d == 0 {
-                    ready.push((edge.node.seq, cid));
+        }
+        let outputs: Vec<Result<Vec<Option<Tensor>>>> = if jobs.len() > 1 && parallel_enabled() {
+            jobs.par_iter()
+                .map(|(node, grads)| {
+                    let _mode = GradModeGuard::new(create_graph);
+                    call_node(node, grads.clone(), create_graph)
+                })
+                .collect()
+        } else {
+            jobs.iter().map(|(node, grads)| call_node(node, grads.clone(), create_graph)).collect()
+        };
+        for ((node, _), out) in jobs.iter().zip(outputs) {
+            let out = out?;
+            if !retain_graph {
+                node.release_variables();
+            }
+            for (i, edge) in node.edges.iter().enumerate() {
+                let Some(edge) = edge else { continue };
+                if let Some(Some(g)) = out.get(i) {
+                    add_to_buffer(&mut buffers, edge, g.clone())?;
+                }
+                let cid = id(&edge.node);
+                if let Some(d) = deps.get_mut(&cid) {
+                    *d -= 1;
+                    if *d == 0 {
+                        ready.push((edge.node.seq, cid));
+                    }
                 }
             }
         }
     }
     Ok(captured)
+}
+
+// NOTE [Parallel branches]: when several nodes are ready at once they are independent (all their
+// inputs have arrived), so they may run together. A batch is formed deterministically (from the
+// heap order and the sizes of the waiting gradients, never from timing), is executed either on
+// rayon's threads or in a loop, and its results are delivered in batch order. So the arithmetic,
+// including the order in which gradients are summed, is the same run after run and the same with
+// parallelism on or off. Only nodes that need no GIL (not Python functions) and carry enough work
+// to pay for a thread hand-off are batched.
+const MAX_BATCH: usize = 64;
+const PARALLEL_MIN_ELEMENTS: usize = 1 << 14;
+static PARALLEL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Turns the parallel execution of independent branches on or off (results are identical).
+pub fn set_parallel_backward(flag: bool) -> bool {
+    PARALLEL.swap(flag, std::sync::atomic::Ordering::Relaxed)
+}
+
+fn parallel_enabled() -> bool {
+    PARALLEL.load(std::sync::atomic::Ordering::Relaxed) && rayon::current_num_threads() > 1
+}
+
+fn is_parallel_candidate(node: &Node, buffers: &HashMap<NodeId, Vec<Option<Tensor>>>, nid: NodeId) -> bool {
+    if !node.formula().parallel_safe() {
+        return false;
+    }
+    let work: usize = buffers.get(&nid).map(|b| b.iter().flatten().map(|g| g.numel()).sum()).unwrap_or(0);
+    work >= PARALLEL_MIN_ELEMENTS
 }
 
 /// For each node: must it run so that a gradient reaches a capture target below it?

@@ -63,6 +63,12 @@ pub trait Backward: Send + Sync {
         true
     }
 
+    /// False for formulas that must not run on another thread alongside others (Python functions,
+    /// which hold the GIL anyway).
+    fn parallel_safe(&self) -> bool {
+        true
+    }
+
     /// The user's custom operation behind this formula, for bindings that need to reach it
     /// (Python's garbage collector visits the objects a Python custom function holds).
     fn custom_op(&self) -> Option<&dyn std::any::Any> {

@@ -6,7 +6,11 @@
 
 use std::borrow::Cow;
 
+use rayon::prelude::*;
+
+use super::elementwise::{Binary, ScalarOp};
 use super::index::IndexItem;
+use super::kernel::PARALLEL_ELEMENTS;
 use crate::autograd::anomaly;
 use crate::autograd::grad_mode::is_grad_enabled;
 use crate::error::{Error, Result};
@@ -84,41 +88,107 @@ impl Tensor {
         Ok(())
     }
 
+    /// `self (op)= other`: one pass over the memory when nothing is recorded, else through
+    /// `apply_inplace`.
+    fn binary_(&self, other: &Tensor, op: Binary, name: &'static str) -> Result<()> {
+        if !self.fast_inplace_ok(other.requires_grad(), other.dtype()) || self.shares_storage(other) {
+            return self.apply_inplace(name, |s| s.binary(other, op));
+        }
+        self.check_inplace(name)?;
+        let other = other.expand(self.shape()).map_err(|_| {
+            Error::shape(format!(
+                "{name}: output with shape {} doesn't match the broadcast shape {}",
+                fmt_shape(self.shape()),
+                fmt_shape(&crate::tensor::layout::broadcast_shapes(self.shape(), other.shape()).unwrap_or_default())
+            ))
+        })?;
+        crate::dispatch_float!(self.dtype(), name, T => {
+            let src: Vec<T> = other.to_vec::<T>()?;
+            self.update_in_place::<T>(name, move |d: &mut [T]| match op {
+                Binary::Add => zip_in_place(d, &src, |x, y| x + y),
+                Binary::Sub => zip_in_place(d, &src, |x, y| x - y),
+                Binary::Mul => zip_in_place(d, &src, |x, y| x * y),
+                Binary::Div => zip_in_place(d, &src, |x, y| x / y),
+                Binary::Pow => zip_in_place(d, &src, |x, y| x.powf(y)),
+            })
+        })
+    }
+
+    /// `self (op)= s`, in one pass when nothing is recorded.
+    fn scalar_(&self, s: Scalar, op: ScalarOp, name: &'static str) -> Result<()> {
+        if !self.fast_inplace_ok(false, s.result_dtype_with(self.dtype())) {
+            return self.apply_inplace(name, |x| x.scalar_op(s, op));
+        }
+        self.check_inplace(name)?;
+        crate::dispatch_float!(self.dtype(), name, T => {
+            let v = <T as crate::tensor::element::Element>::from_f64(s.as_f64());
+            self.update_in_place::<T>(name, move |d: &mut [T]| match op {
+                ScalarOp::Add => map_in_place(d, |x| x + v),
+                ScalarOp::Sub => map_in_place(d, |x| x - v),
+                ScalarOp::Mul => map_in_place(d, |x| x * v),
+                ScalarOp::Div => map_in_place(d, |x| x / v),
+                _ => map_in_place(d, |x| x),
+            })
+        })
+    }
+
+    /// The fast path applies to contiguous float tensors of the result's dtype, when nothing
+    /// will be recorded.
+    fn fast_inplace_ok(&self, other_requires_grad: bool, result_dtype: crate::DType) -> bool {
+        let recording = is_grad_enabled() && (self.requires_grad() || other_requires_grad);
+        !recording && self.dtype().is_float() && result_dtype == self.dtype() && self.layout().is_contiguous()
+    }
+
+    /// Runs `f` over this (contiguous) tensor's elements under the write lock, then bumps the version.
+    fn update_in_place<T: crate::tensor::element::Element>(
+        &self,
+        name: &'static str,
+        f: impl FnOnce(&mut [T]),
+    ) -> Result<()> {
+        {
+            let mut guard = self.storage().write();
+            let slice = T::slice_mut(&mut guard).ok_or_else(|| Error::dtype("in-place: dtype mismatch"))?;
+            let (start, n) = (self.layout().offset, self.numel());
+            let dst = slice
+                .get_mut(start..start + n)
+                .ok_or_else(|| Error::index("tensor layout reaches past the end of its storage"))?;
+            f(dst);
+        }
+        self.storage().bump_version(Cow::Borrowed(name), anomaly::current_location());
+        Ok(())
+    }
+
     /// `self += other`
     pub fn add_(&self, other: &Tensor) -> Result<()> {
-        self.apply_inplace("add_", |s| s.add(other))
+        self.binary_(other, Binary::Add, "add_")
     }
     /// `self -= other`
     pub fn sub_(&self, other: &Tensor) -> Result<()> {
-        self.apply_inplace("sub_", |s| s.sub(other))
+        self.binary_(other, Binary::Sub, "sub_")
     }
     /// `self *= other`
     pub fn mul_(&self, other: &Tensor) -> Result<()> {
-        self.apply_inplace("mul_", |s| s.mul(other))
+        self.binary_(other, Binary::Mul, "mul_")
     }
     /// `self /= other`
     pub fn div_(&self, other: &Tensor) -> Result<()> {
-        self.apply_inplace("div_", |s| s.div(other))
+        self.binary_(other, Binary::Div, "div_")
     }
     /// `self += s`
     pub fn add_scalar_(&self, s: impl Into<Scalar>) -> Result<()> {
-        let s = s.into();
-        self.apply_inplace("add_", |x| x.add_scalar(s))
+        self.scalar_(s.into(), ScalarOp::Add, "add_")
     }
     /// `self -= s`
     pub fn sub_scalar_(&self, s: impl Into<Scalar>) -> Result<()> {
-        let s = s.into();
-        self.apply_inplace("sub_", |x| x.sub_scalar(s))
+        self.scalar_(s.into(), ScalarOp::Sub, "sub_")
     }
     /// `self *= s`
     pub fn mul_scalar_(&self, s: impl Into<Scalar>) -> Result<()> {
-        let s = s.into();
-        self.apply_inplace("mul_", |x| x.mul_scalar(s))
+        self.scalar_(s.into(), ScalarOp::Mul, "mul_")
     }
     /// `self /= s`
     pub fn div_scalar_(&self, s: impl Into<Scalar>) -> Result<()> {
-        let s = s.into();
-        self.apply_inplace("div_", |x| x.div_scalar(s))
+        self.scalar_(s.into(), ScalarOp::Div, "div_")
     }
     /// Sets every element to `s`.
     pub fn fill_(&self, s: impl Into<Scalar>) -> Result<()> {
@@ -158,5 +228,21 @@ impl Tensor {
         super::kernel::write_into(self, &sum)?;
         self.storage().bump_version(Cow::Borrowed("add_ (gradient accumulation)"), None);
         Ok(())
+    }
+}
+
+fn zip_in_place<T: Copy + Send + Sync>(d: &mut [T], s: &[T], f: impl Fn(T, T) -> T + Sync + Send) {
+    if d.len() >= PARALLEL_ELEMENTS {
+        d.par_iter_mut().zip(s.par_iter()).for_each(|(x, &y)| *x = f(*x, y));
+    } else {
+        d.iter_mut().zip(s).for_each(|(x, &y)| *x = f(*x, y));
+    }
+}
+
+fn map_in_place<T: Copy + Send + Sync>(d: &mut [T], f: impl Fn(T) -> T + Sync + Send) {
+    if d.len() >= PARALLEL_ELEMENTS {
+        d.par_iter_mut().for_each(|x| *x = f(*x));
+    } else {
+        d.iter_mut().for_each(|x| *x = f(*x));
     }
 }

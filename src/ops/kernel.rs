@@ -2,26 +2,46 @@
 //! that every in-place operation ends with. Contiguous inputs take a slice fast path.
 
 use ndarray::{ArrayD, ArrayViewMutD, IxDyn, ShapeBuilder, Zip};
+use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::tensor::element::Element;
 use crate::tensor::layout::broadcast_shapes;
 use crate::tensor::Tensor;
 
+/// Elements above which a kernel splits its work over rayon's threads.
+pub(crate) const PARALLEL_ELEMENTS: usize = 1 << 16;
+
 /// `f` applied to every element of `t` (of type `T`), giving a new contiguous tensor.
-pub(crate) fn map<T: Element, U: Element>(t: &Tensor, f: impl Fn(T) -> U) -> Result<Tensor> {
+pub(crate) fn map<T: Element, U: Element>(t: &Tensor, f: impl Fn(T) -> U + Sync + Send) -> Result<Tensor> {
     if t.layout().is_contiguous() {
-        let data = t.with_contiguous(|s: &[T]| s.iter().map(|&x| f(x)).collect::<Vec<U>>())?;
+        let data = t.with_contiguous(|s: &[T]| {
+            if s.len() >= PARALLEL_ELEMENTS {
+                s.par_iter().map(|&x| f(x)).collect::<Vec<U>>()
+            } else {
+                s.iter().map(|&x| f(x)).collect::<Vec<U>>()
+            }
+        })?;
         return Tensor::from_vec(data, t.shape());
     }
     t.with_view(|v| Tensor::from_array(v.map(|&x| f(x))))
 }
 
 /// `f` applied pairwise to `a` and `b` broadcast together.
-pub(crate) fn zip<T: Element, U: Element>(a: &Tensor, b: &Tensor, f: impl Fn(T, T) -> U) -> Result<Tensor> {
+pub(crate) fn zip<T: Element, U: Element>(
+    a: &Tensor,
+    b: &Tensor,
+    f: impl Fn(T, T) -> U + Sync + Send,
+) -> Result<Tensor> {
     if a.shape() == b.shape() && a.layout().is_contiguous() && b.layout().is_contiguous() {
         let data = a.with_contiguous(|sa: &[T]| {
-            b.with_contiguous(|sb: &[T]| sa.iter().zip(sb).map(|(&x, &y)| f(x, y)).collect::<Vec<U>>())
+            b.with_contiguous(|sb: &[T]| {
+                if sa.len() >= PARALLEL_ELEMENTS {
+                    sa.par_iter().zip(sb.par_iter()).map(|(&x, &y)| f(x, y)).collect::<Vec<U>>()
+                } else {
+                    sa.iter().zip(sb).map(|(&x, &y)| f(x, y)).collect::<Vec<U>>()
+                }
+            })
         })??;
         return Tensor::from_vec(data, a.shape());
     }
@@ -30,7 +50,12 @@ pub(crate) fn zip<T: Element, U: Element>(a: &Tensor, b: &Tensor, f: impl Fn(T, 
         b.with_view(|vb| {
             let va = va.broadcast(IxDyn(&shape)).ok_or_else(|| Error::shape("broadcast failed"))?;
             let vb = vb.broadcast(IxDyn(&shape)).ok_or_else(|| Error::shape("broadcast failed"))?;
-            Ok(Tensor::from_array(Zip::from(&va).and(&vb).map_collect(|&x, &y| f(x, y))))
+            let zipped = Zip::from(&va).and(&vb);
+            Ok(Tensor::from_array(if va.len() >= PARALLEL_ELEMENTS {
+                zipped.par_map_collect(|&x, &y| f(x, y))
+            } else {
+                zipped.map_collect(|&x, &y| f(x, y))
+            }))
         })?
     })?
 }

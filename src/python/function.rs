@@ -176,6 +176,10 @@ impl CustomOp for PyFunctionOp {
     fn once_differentiable(&self) -> bool {
         self.once
     }
+
+    fn parallel_safe(&self) -> bool {
+        false
+    }
 }
 
 /// The Python ctx held by a node, when the node is a Python custom function.

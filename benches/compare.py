@@ -1,0 +1,353 @@
+"""tapegrad against PyTorch and NumPy on the workloads of issue 5 (W1-W6).
+
+Each workload runs in its own process, alternating the implementations within that process
+(warm-up first, then REPEATS rounds), and the parent prints a table of medians, min..max and the
+ratio tapegrad / PyTorch. PyTorch and NumPy comparisons are optional: a missing package is skipped
+with a message.
+
+    python benches/compare.py                 # all workloads
+    python benches/compare.py W1 W3           # some
+    python benches/compare.py --repeats 7
+
+PyTorch for the comparison: `pip install torch` (CPU use only; the PyPI build is large).
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+REPEATS = 5
+
+
+def rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def try_import(name):
+    try:
+        return __import__(name)
+    except ImportError:
+        return None
+
+
+# ---------------------------------------------------------------- W1: the seed's two-layer net
+N, D_IN, H, D_OUT, STEPS, LR = 64, 1000, 100, 10, 500, 1e-6
+
+
+def w1_data():
+    rng = np.random.default_rng(0)
+    return [rng.standard_normal(s).astype(np.float32) for s in ((N, D_IN), (N, D_OUT), (D_IN, H), (H, D_OUT))]
+
+
+def w1_tapegrad():
+    import tapegrad as tg
+
+    class MyReLU(tg.Function):
+        @staticmethod
+        def forward(ctx, input):
+            ctx.save_for_backward(input)
+            return input.clamp(min=0)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (input,) = ctx.saved_tensors
+            grad_input = grad_output.clone()
+            grad_input[input < 0] = 0
+            return grad_input
+
+    x, y, a, b = (tg.from_numpy(v) for v in w1_data())
+    w1, w2 = a.requires_grad_(), b.requires_grad_()
+
+    def run():
+        nonlocal w1, w2
+        for _ in range(STEPS):
+            loss = (MyReLU.apply(x.mm(w1)).mm(w2) - y).pow(2).sum()
+            loss.backward()
+            with tg.no_grad():
+                w1 -= LR * w1.grad
+                w2 -= LR * w2.grad
+                w1.grad.zero_()
+                w2.grad.zero_()
+        return loss.item()
+
+    return run
+
+
+def w1_torch():
+    import torch
+
+    class MyReLU(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, input):
+            ctx.save_for_backward(input)
+            return input.clamp(min=0)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (input,) = ctx.saved_tensors
+            grad_input = grad_output.clone()
+            grad_input[input < 0] = 0
+            return grad_input
+
+    x, y, a, b = (torch.from_numpy(v.copy()) for v in w1_data())
+    w1, w2 = a.requires_grad_(), b.requires_grad_()
+
+    def run():
+        nonlocal w1, w2
+        for _ in range(STEPS):
+            loss = (MyReLU.apply(x.mm(w1)).mm(w2) - y).pow(2).sum()
+            loss.backward()
+            with torch.no_grad():
+                w1 -= LR * w1.grad
+                w2 -= LR * w2.grad
+                w1.grad.zero_()
+                w2.grad.zero_()
+        return loss.item()
+
+    return run
+
+
+def w1_numpy():
+    x, y, w1, w2 = w1_data()
+
+    def run():
+        nonlocal w1, w2
+        for _ in range(STEPS):
+            h = x @ w1
+            r = np.maximum(h, 0)
+            diff = r @ w2 - y
+            loss = float((diff * diff).sum())
+            g = 2 * diff
+            gw2 = r.T @ g
+            gr = g @ w2.T
+            gr[h < 0] = 0
+            gw1 = x.T @ gr
+            w1 = w1 - LR * gw1
+            w2 = w2 - LR * gw2
+        return loss
+
+    return run
+
+
+# ---------------------------------------------------------------- W2: 1000 small element-wise ops
+def w2_chain(x):
+    for _ in range(250):
+        x = x * 1.001
+        x = x + 0.1
+        x = x.sin()
+        x = x.exp() * 0.5
+    return x
+
+
+def w2_make(lib):
+    def factory():
+        x = lib.ones(16, requires_grad=True)
+
+        def run():
+            x.grad = None
+            w2_chain(x).sum().backward()
+            return float(x.grad.sum())
+
+        return run
+
+    return factory
+
+
+# ---------------------------------------------------------------- W3: a custom Function 1000 times
+def w3_make(lib, fn_base, builtin=False):
+    def factory():
+        class MulConstant(fn_base):
+            @staticmethod
+            def forward(ctx, tensor, constant):
+                ctx.constant = constant
+                return tensor * constant
+
+            @staticmethod
+            def backward(ctx, grad_output):
+                return grad_output * ctx.constant, None
+
+        x = lib.ones(16, requires_grad=True)
+
+        def run():
+            x.grad = None
+            y = x
+            for _ in range(1000):
+                y = y * 1.0001 if builtin else MulConstant.apply(y, 1.0001)
+            y.sum().backward()
+            return float(x.grad.sum())
+
+        return run
+
+    return factory
+
+
+# ---------------------------------------------------------------- W4: an MLP step
+W4_SIZES, W4_BATCH = (1024, 4096, 4096, 1024), 256
+W4_FLOP = 3 * 2 * W4_BATCH * sum(a * b for a, b in zip(W4_SIZES, W4_SIZES[1:]))
+
+
+def w4_make(lib):
+    def factory():
+        rng = np.random.default_rng(0)
+        ws = [lib.from_numpy((rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32)).requires_grad_()
+              for a, b in zip(W4_SIZES, W4_SIZES[1:])]
+        x = lib.from_numpy(rng.standard_normal((W4_BATCH, W4_SIZES[0])).astype(np.float32))
+        y = lib.from_numpy(rng.standard_normal((W4_BATCH, W4_SIZES[-1])).astype(np.float32))
+
+        def run():
+            h = x
+            for i, w in enumerate(ws):
+                h = h.mm(w)
+                if i < len(ws) - 1:
+                    h = h.relu()
+            loss = ((h - y) ** 2).mean()
+            for w in ws:
+                w.grad = None
+            loss.backward()
+            return loss.item()
+
+        return run
+
+    return factory
+
+
+# ---------------------------------------------------------------- W5: a 200,000-node chain
+W5_N = 200_000
+
+
+def w5_make(lib):
+    def factory():
+        def run():
+            x = lib.ones(1, requires_grad=True)
+            before = rss_bytes()
+            y = x
+            for _ in range(W5_N):
+                y = y * 1.0001
+            run.bytes_per_node = max(rss_bytes() - before, 0) / W5_N
+            y.sum().backward()
+            return float(x.grad.sum())
+
+        return run
+
+    return factory
+
+
+# ---------------------------------------------------------------- W6: 32 independent branches
+def w6_make(lib):
+    def factory():
+        rng = np.random.default_rng(0)
+        x = lib.from_numpy(rng.standard_normal((256, 256)).astype(np.float32) / 16)
+        ws = [lib.from_numpy(rng.standard_normal((256, 256)).astype(np.float32) / 16).requires_grad_()
+              for _ in range(32 * 6)]
+
+        def run():
+            total = None
+            for b in range(32):
+                h = x
+                for k in range(6):
+                    h = h.mm(ws[b * 6 + k]).tanh()
+                total = h.sum() if total is None else total + h.sum()
+            for w in ws:
+                w.grad = None
+            total.backward()
+            return total.item()
+
+        return run
+
+    return factory
+
+
+def workloads():
+    tg = try_import("tapegrad")
+    torch = try_import("torch")
+    if torch is not None:
+        torch.set_num_threads(os.cpu_count() or 1)
+    w = {
+        "W1": {"tapegrad": w1_tapegrad, "torch": w1_torch if torch else None, "numpy": w1_numpy},
+        "W2": {"tapegrad": w2_make(tg), "torch": w2_make(torch) if torch else None},
+        "W3": {"tapegrad": w3_make(tg, tg.Function), "tapegrad-builtin": w3_make(tg, tg.Function, builtin=True),
+               "torch": w3_make(torch, torch.autograd.Function) if torch else None,
+               "torch-builtin": w3_make(torch, torch.autograd.Function, builtin=True) if torch else None},
+        "W4": {"tapegrad": w4_make(tg), "torch": w4_make(torch) if torch else None},
+        "W5": {"tapegrad": w5_make(tg), "torch": w5_make(torch) if torch else None},
+        "W6": {"tapegrad": w6_make(tg), "torch": w6_make(torch) if torch else None},
+    }
+    return w
+
+
+UNITS = {"W1": ("ms/step", 1e3 / STEPS), "W2": ("us/op", 1e6 / 1000), "W3": ("us/call", 1e6 / 1000),
+         "W4": ("ms/step", 1e3), "W5": ("s", 1.0), "W6": ("ms/step", 1e3)}
+
+
+def run_one(name, repeats):
+    """Child process: alternate the implementations of one workload and print JSON."""
+    impls = {k: f() for k, f in workloads()[name].items() if f is not None}
+    times = {k: [] for k in impls}
+    extra = {k: {} for k in impls}
+    for run in impls.values():  # warm-up
+        run()
+    for _ in range(repeats):
+        for k, run in impls.items():
+            t0 = time.perf_counter()
+            result = run()
+            times[k].append(time.perf_counter() - t0)
+            extra[k]["result"] = result
+            if hasattr(run, "bytes_per_node"):
+                extra[k].setdefault("bytes_per_node", []).append(run.bytes_per_node)
+    print(json.dumps({"times": times, "extra": extra}))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("workloads", nargs="*", default=list(UNITS))
+    parser.add_argument("--repeats", type=int, default=REPEATS)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        run_one(args.child, args.repeats)
+        return
+    torch = try_import("torch")
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(f"numpy {np.__version__}; torch {torch.__version__ if torch else 'not installed (comparisons skipped)'}")
+    print(f"{'id':4} {'impl':18} {'median':>12} {'min..max':>24}  {'tapegrad/torch':>14}  notes")
+    for name in args.workloads:
+        out = subprocess.run([sys.executable, __file__, "--child", name, "--repeats", str(args.repeats)],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            print(f"{name}: failed\n{out.stderr}")
+            continue
+        data = json.loads(out.stdout.strip().splitlines()[-1])
+        unit, scale = UNITS[name]
+        med = {k: statistics.median(v) * scale for k, v in data["times"].items()}
+        for k, v in data["times"].items():
+            lo, hi = min(v) * scale, max(v) * scale
+            base = k.split("-")[0]
+            suffix = k[len(base):]
+            ratio = ""
+            if base == "tapegrad" and ("torch" + suffix) in med:
+                ratio = f"{med[k] / med['torch' + suffix]:.2f}"
+            notes = []
+            ex = data["extra"][k]
+            if name == "W1":
+                notes.append(f"final loss {ex['result']:.3g}")
+            if name == "W4":
+                notes.append(f"{W4_FLOP / (statistics.median(v) * 1e9):.1f} GFLOP/s")
+            if "bytes_per_node" in ex:
+                notes.append(f"{statistics.median(ex['bytes_per_node']):.0f} bytes/node")
+            print(f"{name:4} {k:18} {med[k]:10.3f} {unit:7} {lo:9.3f}..{hi:<9.3f}  {ratio:>14}  {'; '.join(notes)}")
+        if name == "W3":
+            for lib in ("tapegrad", "torch"):
+                if lib in med and lib + "-builtin" in med:
+                    print(f"{'':4} {lib + ' overhead':18} {med[lib] - med[lib + '-builtin']:10.3f} us/call  (custom minus built-in multiply)")
+
+
+if __name__ == "__main__":
+    main()
