@@ -10,7 +10,6 @@ import functools
 import inspect
 
 from . import _tapegrad as _C
-from ._errors import GRAPH_FREED
 from ._grad_mode import no_grad
 
 Tensor = _C.Tensor
@@ -46,140 +45,7 @@ class _SavedMapping(dict):
             raise AttributeError(f"nothing was saved under the name {name!r} (saved: {list(self)})") from None
 
 
-class _Slot:
-    """Marks where the i-th saved tensor goes back in the saved values."""
-
-    __slots__ = ("i",)
-
-    def __init__(self, i):
-        self.i = i
-
-
-class FunctionCtx:
-    """The ``ctx`` passed to ``forward`` and ``backward`` (API.md §3.2). Any other attribute is free
-    for the user."""
-
-    def __init__(self, names):
-        self._tg_names = names
-        self._tg_in_forward = False
-        self._tg_to_save = None
-        self._tg_template = None
-        self._tg_raw = None
-        self._tg_handle = None
-        self._tg_released = False
-        self._tg_dirty = ()
-        self._tg_non_differentiable = ()
-        self._tg_materialize_grads = True
-        self._tg_needs = _NeedsInputGrad((False,) * len(names), names)
-
-    # -- called by the native layer --
-    def _tg_store_output_ref(self, name, ref):
-        # An output kept on ctx is stored without its node (no reference cycle); reading the
-        # attribute rebuilds the tensor with its grad_fn.
-        self.__dict__.pop(name, None)
-        self.__dict__.setdefault("_tg_output_refs", {})[name] = ref
-
-    def __getattr__(self, name):
-        refs = self.__dict__.get("_tg_output_refs")
-        if refs is not None and name in refs:
-            return refs[name].get()
-        raise AttributeError(f"'FunctionCtx' object has no attribute {name!r}")
-
-    def __setattr__(self, name, value):
-        refs = self.__dict__.get("_tg_output_refs")
-        if refs is not None:
-            refs.pop(name, None)
-        object.__setattr__(self, name, value)
-
-    def _tg_begin_forward(self, needs):
-        self._tg_needs = _NeedsInputGrad(tuple(needs), self._tg_names)
-        self._tg_in_forward = True
-
-    def _tg_end_forward(self):
-        self._tg_in_forward = False
-
-    def _tg_pack_saved(self):
-        """Splits the saved values into the tensors (kept and version-checked natively) and a
-        template holding everything else."""
-        if self._tg_to_save is None:
-            return []
-        values, named = self._tg_to_save
-        tensors = []
-
-        def slot(v):
-            if isinstance(v, Tensor):
-                tensors.append(v)
-                return _Slot(len(tensors) - 1)
-            return v
-
-        self._tg_template = (tuple(slot(v) for v in values), {k: slot(v) for k, v in named.items()})
-        self._tg_to_save = None
-        self._tg_raw = tensors
-        return tensors
-
-    @property
-    def _tg_saved_handle(self):
-        return self._tg_handle
-
-    @_tg_saved_handle.setter
-    def _tg_saved_handle(self, handle):
-        self._tg_handle = handle
-        self._tg_raw = None  # the node owns the saved tensors now
-
-    def _tg_release(self):
-        if self._tg_template is not None:
-            self._tg_released = True
-        self._tg_template = None
-        self._tg_raw = None
-
-    def _tg_unpack(self):
-        if self._tg_released:
-            raise RuntimeError(GRAPH_FREED)
-        if self._tg_template is None:
-            if self._tg_to_save is not None:
-                return self._tg_to_save
-            return (), {}
-        tensors = self._tg_handle.unpack() if self._tg_handle is not None else self._tg_raw
-        positional, named = self._tg_template
-
-        def fill(v):
-            return tensors[v.i] if isinstance(v, _Slot) else v
-
-        return tuple(fill(v) for v in positional), {k: fill(v) for k, v in named.items()}
-
-    # -- the user's API --
-    def save_for_backward(self, *values, **named):
-        """Keeps values for backward. Tensors among them are version-checked when read back."""
-        if not self._tg_in_forward:
-            raise RuntimeError("save_for_backward can only be called inside forward")
-        if self._tg_to_save is not None:
-            raise RuntimeError("save_for_backward can be called at most once in forward")
-        self._tg_to_save = (values, named)
-
-    @property
-    def saved_tensors(self):
-        return self._tg_unpack()[0]
-
-    @property
-    def saved_variables(self):
-        return _SavedMapping(self._tg_unpack()[1])
-
-    @property
-    def needs_input_grad(self):
-        return self._tg_needs
-
-    def mark_dirty(self, *tensors):
-        if not self._tg_in_forward:
-            raise RuntimeError("mark_dirty can only be called inside forward")
-        self._tg_dirty = self._tg_dirty + tuple(tensors)
-
-    def mark_non_differentiable(self, *tensors):
-        if not self._tg_in_forward:
-            raise RuntimeError("mark_non_differentiable can only be called inside forward")
-        self._tg_non_differentiable = self._tg_non_differentiable + tuple(tensors)
-
-    def set_materialize_grads(self, value):
-        self._tg_materialize_grads = bool(value)
+FunctionCtx = _C.FunctionCtx
 
 
 class _Spec:
@@ -206,8 +72,7 @@ class _Spec:
         self.once = bool(getattr(cls.backward, "_tg_once_differentiable", False))
 
     def bind(self, args, kwargs):
-        if not kwargs and self.simple and len(args) == len(self.names):
-            return args, self.names
+        kwargs = kwargs or {}
         try:
             bound = self.sig.bind(*args, **kwargs)
         except TypeError as e:
@@ -237,32 +102,9 @@ class Function:
     def backward(ctx, *grad_outputs):
         raise NotImplementedError("a tapegrad.Function must implement backward(ctx, *grad_outputs) to be differentiated")
 
-    @classmethod
-    def apply(cls, *args, **kwargs):
-        spec = cls.__dict__.get("_tg_spec")
-        if spec is None:
-            spec = _Spec(cls)
-            cls._tg_spec = spec
-        values, names = spec.bind(args, kwargs)
-        ctx = FunctionCtx(names)
-        return _C._function_apply(cls, ctx, values, spec.name, names, spec.once)
-
-    @classmethod
-    def _tg_backward(cls, ctx, grads):
-        """Calls the user's backward and puts its result in forward's parameter order."""
-        result = cls.backward(ctx, *grads)
-        names = ctx._tg_names
-        if isinstance(result, dict):
-            unknown = [k for k in result if k not in names]
-            if unknown:
-                raise RuntimeError(
-                    f"function {cls.__name__}.backward returned gradients for unknown argument(s) "
-                    f"{unknown}; forward's arguments are {names}"
-                )
-            return tuple(result.get(n) for n in names)
-        if isinstance(result, (tuple, list)):
-            return tuple(result)
-        return (result,)
+    #: Binds the arguments to forward's signature and runs the function (native; see
+    #: src/python/function.rs).
+    apply = classmethod(_C._function_apply)
 
 
 def once_differentiable(fn):
@@ -344,12 +186,7 @@ def custom_gradient(f):
         bound = sig.bind(*args, **kwargs)
         bound.apply_defaults()
         values = tuple(bound.arguments[n] for n in names)
-        spec = cls.__dict__.get("_tg_spec")
-        if spec is None:
-            spec = _Spec(cls)
-            cls._tg_spec = spec
-        ctx = FunctionCtx(names)
-        return _C._function_apply(cls, ctx, values, spec.name, names, spec.once)
+        return _C._function_apply_named(cls, values, names)
 
     wrapper.function_class = cls
     return wrapper

@@ -168,6 +168,7 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
     let needs: Vec<bool> = inputs.iter().map(|t| recording && t.requires_grad()).collect();
     let mut ctx = ForwardCtx::new(needs.clone());
     let detached: Vec<Tensor> = inputs.iter().map(|t| t.detach()).collect();
+    let versions_before: Vec<u64> = inputs.iter().map(|t| t.version()).collect();
     let raw = {
         let _off = GradModeGuard::no_grad();
         op.forward(&mut ctx, &detached)?
@@ -194,9 +195,12 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
                 op.input_name(j)
             )));
         }
-        inputs[j]
-            .storage()
-            .bump_version(Cow::Owned(format!("{name}.forward (mark_dirty)")), super::anomaly::current_location());
+        // A write through one of our in-place operations already bumped the version; a write that
+        // bypassed them (through raw memory) did not, so mark_dirty does it.
+        if inputs[j].version() == versions_before[j] {
+            let op = Cow::Owned(format!("{name}.forward (mark_dirty)"));
+            inputs[j].storage().bump_version(op, super::anomaly::current_location());
+        }
         dirty_inputs.push(j);
     }
 

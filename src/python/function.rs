@@ -1,58 +1,83 @@
 //! Python custom functions: a `CustomOp` whose forward and backward call the user's Python class,
 //! and whose backward result is checked before it reaches the engine (count, type, which argument),
 //! so a mistake is reported with the function's and the parameter's names.
+//!
+//! `Function.apply` is this module's `_function_apply`: what it learns about a class (forward's
+//! parameter names, the node name, once-differentiability) is computed once by the Python `_Spec`
+//! and cached here, so a call with positional arguments does no signature work at all.
 
 use std::borrow::Cow;
-use std::sync::{Arc, Weak};
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyList, PyTuple, PyType};
+use pyo3::{intern, PyTraverseError, PyVisit};
 
+use super::ctx::PyCtx;
 use super::errors::external;
 use super::tensor::PyTensor;
 use crate::autograd::custom::{apply_custom_with_node, BackwardCtx, CustomOp, ForwardCtx};
-use crate::autograd::node::{graph_freed_error, Node};
+use crate::autograd::node::Node;
 use crate::error::{Error, Result};
 use crate::Tensor;
 
-/// Lets a Python ctx read its node's saved tensors (version-checked) without owning the node.
-#[pyclass(module = "tapegrad", frozen)]
-pub struct SavedHandle {
-    node: Weak<Node>,
+/// What `apply` needs to know about a `Function` subclass, computed once.
+struct Spec {
+    _cls: Py<PyType>,
+    binder: Py<PyAny>,
+    name: String,
+    names: Arc<[String]>,
+    simple: bool,
+    once: bool,
 }
 
-#[pymethods]
-impl SavedHandle {
-    fn unpack(&self, py: Python<'_>) -> PyResult<Vec<Py<PyTensor>>> {
-        let node = self.node.upgrade().ok_or_else(graph_freed_error)?;
-        let tensors = node.unpack_saved()?;
-        tensors.into_iter().map(|t| PyTensor::wrap(py, t)).collect()
+fn spec_for(cls: &Bound<'_, PyType>) -> PyResult<Arc<Spec>> {
+    static SPECS: PyOnceLock<Mutex<HashMap<usize, Arc<Spec>>>> = PyOnceLock::new();
+    let py = cls.py();
+    let cache = SPECS.get_or_init(py, || Mutex::new(HashMap::new()));
+    let key = cls.as_ptr() as usize;
+    if let Some(s) = cache.lock().get(&key) {
+        return Ok(s.clone());
     }
+    let binder = py.import("tapegrad._function")?.getattr("_Spec")?.call1((cls,))?;
+    let names: Vec<String> = binder.getattr("names")?.extract()?;
+    let spec = Arc::new(Spec {
+        _cls: cls.clone().unbind(),
+        name: binder.getattr("name")?.extract()?,
+        names: Arc::from(names),
+        simple: binder.getattr("simple")?.extract()?,
+        once: binder.getattr("once")?.extract()?,
+        binder: binder.unbind(),
+    });
+    cache.lock().insert(key, spec.clone());
+    Ok(spec)
 }
 
 struct PyFunctionOp {
     cls: Py<PyAny>,
-    ctx: Py<PyAny>,
+    ctx: Py<PyCtx>,
     args: Option<Py<PyTuple>>,
-    params: Vec<String>,
+    names: Arc<[String]>,
     tensor_pos: Vec<usize>,
     name: String,
     once: bool,
     raw_output: Arc<Mutex<Option<Py<PyAny>>>>,
-}
-
-fn extract_tensors(list: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
-    list.try_iter()?.map(|o| super::tensor::expect_tensor(&o?, "a value marked on ctx")).collect()
+    /// For each value forward returned: is it a tensor? Backward gets one argument per value
+    /// (None for the others), as in PyTorch.
+    output_is_tensor: Vec<bool>,
 }
 
 impl PyFunctionOp {
     fn forward_py(&mut self, py: Python<'_>, fctx: &mut ForwardCtx, inputs: &[Tensor]) -> PyResult<Vec<Tensor>> {
         let args = self.args.take().ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("forward ran twice"))?;
         let args = args.bind(py);
+        let ctx = self.ctx.bind(py);
         let mut call: Vec<Py<PyAny>> = Vec::with_capacity(args.len() + 1);
-        call.push(self.ctx.clone_ref(py));
-        let mut needs = vec![false; self.params.len()];
+        call.push(ctx.clone().into_any().unbind());
+        let mut needs = vec![false; self.names.len()];
         let mut k = 0;
         for (j, a) in args.iter().enumerate() {
             if self.tensor_pos.get(k) == Some(&j) {
@@ -63,17 +88,23 @@ impl PyFunctionOp {
                 call.push(a.unbind());
             }
         }
-        let ctx = self.ctx.bind(py);
-        ctx.call_method1("_tg_begin_forward", (needs,))?;
-        let result = self.cls.bind(py).getattr("forward")?.call1(PyTuple::new(py, call)?);
-        ctx.call_method0("_tg_end_forward")?;
+        {
+            let mut c = ctx.borrow_mut();
+            c.needs = needs;
+            c.in_forward = true;
+        }
+        let result = self.cls.bind(py).getattr(intern!(py, "forward"))?.call1(PyTuple::new(py, call)?);
+        ctx.borrow_mut().in_forward = false;
         let result = result?;
         let mut outputs = Vec::new();
         if let Ok(t) = result.cast::<PyTensor>() {
             outputs.push(t.get().inner.clone());
+            self.output_is_tensor = vec![true];
         } else if let Ok(tuple) = result.cast::<PyTuple>() {
             for item in tuple.iter() {
-                if let Ok(t) = item.cast::<PyTensor>() {
+                let t = item.cast::<PyTensor>();
+                self.output_is_tensor.push(t.is_ok());
+                if let Ok(t) = t {
                     outputs.push(t.get().inner.clone());
                 }
             }
@@ -85,26 +116,50 @@ impl PyFunctionOp {
             )));
         }
         *self.raw_output.lock() = Some(result.unbind());
-        let to_save = ctx.call_method0("_tg_pack_saved")?;
-        fctx.save_for_backward(&extract_tensors(&to_save)?)?;
-        fctx.mark_dirty(&extract_tensors(&ctx.getattr("_tg_dirty")?)?);
-        fctx.mark_non_differentiable(&extract_tensors(&ctx.getattr("_tg_non_differentiable")?)?);
-        fctx.set_materialize_grads(ctx.getattr("_tg_materialize_grads")?.extract()?);
+        let mut c = ctx.borrow_mut();
+        let saved = c.pack(py);
+        fctx.save_for_backward(&saved)?;
+        fctx.mark_dirty(&std::mem::take(&mut c.dirty));
+        fctx.mark_non_differentiable(&std::mem::take(&mut c.non_differentiable));
+        fctx.set_materialize_grads(c.materialize_grads);
         Ok(outputs)
     }
 
     fn backward_py(&self, py: Python<'_>, grads: Vec<Option<Tensor>>) -> PyResult<Result<Vec<Option<Tensor>>>> {
-        let py_grads = grads
-            .into_iter()
-            .map(|g| match g {
-                Some(g) => Ok(PyTensor::wrap(py, g)?.into_any()),
-                None => Ok(py.None()),
-            })
-            .collect::<PyResult<Vec<_>>>()?;
-        let result =
-            self.cls.bind(py).getattr("_tg_backward")?.call1((self.ctx.bind(py), PyTuple::new(py, py_grads)?))?;
-        let mut items: Vec<Bound<'_, PyAny>> = result.cast::<PyTuple>()?.iter().collect();
-        let n = self.params.len();
+        let mut call: Vec<Py<PyAny>> = Vec::with_capacity(grads.len() + 1);
+        call.push(self.ctx.clone_ref(py).into_any());
+        let mut grads = grads.into_iter();
+        for &is_tensor in &self.output_is_tensor {
+            let g = if is_tensor { grads.next().flatten() } else { None };
+            call.push(match g {
+                Some(g) => PyTensor::wrap(py, g)?.into_any(),
+                None => py.None(),
+            });
+        }
+        let result = self.cls.bind(py).getattr(intern!(py, "backward"))?.call1(PyTuple::new(py, call)?)?;
+        let n = self.names.len();
+        let mut items: Vec<Bound<'_, PyAny>> = if let Ok(d) = result.cast::<PyDict>() {
+            for k in d.keys() {
+                let key: String = k.extract()?;
+                if !self.names.contains(&key) {
+                    return Ok(Err(Error::CustomFunction(format!(
+                        "function {}.backward returned a gradient for unknown argument '{key}'; forward's arguments are: {}",
+                        self.name,
+                        self.names.join(", ")
+                    ))));
+                }
+            }
+            self.names
+                .iter()
+                .map(|k| Ok(d.get_item(k)?.unwrap_or_else(|| py.None().into_bound(py))))
+                .collect::<PyResult<_>>()?
+        } else if let Ok(t) = result.cast::<PyTuple>() {
+            t.iter().collect()
+        } else if let Ok(l) = result.cast::<PyList>() {
+            l.iter().collect()
+        } else {
+            vec![result]
+        };
         while items.len() > n && items.last().is_some_and(|o| o.is_none()) {
             items.pop();
         }
@@ -112,7 +167,7 @@ impl PyFunctionOp {
             return Ok(Err(Error::CustomFunction(format!(
                 "function {}.backward returned an incorrect number of gradients: expected {n} (one per argument of forward: {}), got {}",
                 self.name,
-                self.params.join(", "),
+                self.names.join(", "),
                 items.len()
             ))));
         }
@@ -125,7 +180,7 @@ impl PyFunctionOp {
                 }
                 continue;
             }
-            let param = &self.params[j];
+            let param = &self.names[j];
             if !is_tensor_input {
                 return Ok(Err(Error::CustomFunction(format!(
                     "function {}.backward returned a gradient for argument '{param}', but that argument of forward is not a Tensor (return None for it)",
@@ -161,7 +216,7 @@ impl CustomOp for PyFunctionOp {
     }
 
     fn input_name(&self, i: usize) -> String {
-        match self.tensor_pos.get(i).and_then(|&j| self.params.get(j)) {
+        match self.tensor_pos.get(i).and_then(|&j| self.names.get(j)) {
             Some(p) => format!("argument '{p}'"),
             None => format!("input {i}"),
         }
@@ -169,7 +224,9 @@ impl CustomOp for PyFunctionOp {
 
     fn release(&self) {
         Python::attach(|py| {
-            let _ = self.ctx.bind(py).call_method0("_tg_release");
+            if let Ok(mut c) = self.ctx.bind(py).try_borrow_mut() {
+                c.release();
+            }
         });
     }
 
@@ -182,92 +239,77 @@ impl CustomOp for PyFunctionOp {
     }
 }
 
-/// The Python ctx held by a node, when the node is a Python custom function.
-pub(crate) fn python_ctx(node: &Node) -> Option<&Py<PyAny>> {
-    node.formula().custom_op()?.downcast_ref::<PyFunctionOp>().map(|op| &op.ctx)
-}
-
-/// A ctx attribute that was one of the function's outputs, kept without its node so that the ctx
-/// does not own the node that owns the ctx (see NOTE [Cycles through Rust] in `tensor.rs`).
-#[pyclass(module = "tapegrad", frozen)]
-pub struct OutputRef {
-    data: Tensor,
-    node: Weak<Node>,
-    output_nr: usize,
-}
-
-#[pymethods]
-impl OutputRef {
-    fn get(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        let t = self.data.detach();
-        if let Some(node) = self.node.upgrade() {
-            t.set_history(node, self.output_nr);
-        }
-        PyTensor::wrap(py, t)
-    }
-}
-
-/// Replaces outputs stored as ctx attributes by `OutputRef`s.
-fn detach_outputs_on_ctx(ctx: &Bound<'_, PyAny>, outputs: &[Tensor], node: &Arc<Node>) -> PyResult<()> {
-    let dict = ctx.getattr("__dict__")?;
-    let dict = dict.cast::<pyo3::types::PyDict>()?;
-    let mut replace = Vec::new();
-    for (k, v) in dict.iter() {
-        if let Ok(t) = v.cast::<PyTensor>() {
-            if let Some(nr) = outputs.iter().position(|o| o.same(&t.get().inner)) {
-                replace.push((k, nr));
-            }
-        }
-    }
-    for (k, nr) in replace {
-        let r = OutputRef { data: outputs[nr].detach(), node: Arc::downgrade(node), output_nr: nr };
-        ctx.call_method1("_tg_store_output_ref", (k, r))?;
+/// The Python ctx held by a node, when the node is a Python custom function (for GC traversal).
+pub(crate) fn visit_python_ctx(node: &Node, visit: &PyVisit<'_>) -> std::result::Result<(), PyTraverseError> {
+    if let Some(op) = node.formula().custom_op().and_then(|op| op.downcast_ref::<PyFunctionOp>()) {
+        visit.call(&op.ctx)?;
     }
     Ok(())
 }
 
-/// `Function.apply` after argument binding: runs the custom function and returns its outputs
-/// (tensors get their history; other values pass through; identities kept where PyTorch keeps them).
-#[pyfunction]
-fn _function_apply(
+/// Moves outputs that the user kept as ctx attributes out of the ctx's `__dict__` into weak
+/// references (see NOTE [Cycles through Rust] in `tensor.rs`).
+fn detach_outputs_on_ctx(ctx: &Bound<'_, PyCtx>, outputs: &[Tensor], node: &Arc<Node>) -> PyResult<()> {
+    let dict = ctx.getattr(intern!(ctx.py(), "__dict__"))?;
+    let dict = dict.cast::<PyDict>()?;
+    if dict.is_empty() {
+        return Ok(());
+    }
+    let mut found = Vec::new();
+    for (k, v) in dict.iter() {
+        if let Ok(t) = v.cast::<PyTensor>() {
+            if let Some(nr) = outputs.iter().position(|o| o.same(&t.get().inner)) {
+                found.push((k.extract::<String>()?, nr));
+            }
+        }
+    }
+    for (k, nr) in found {
+        dict.del_item(&k)?;
+        ctx.borrow_mut().keep_output_ref(k, &outputs[nr], node, nr);
+    }
+    Ok(())
+}
+
+/// Runs a custom function on bound argument values.
+fn apply_values(
     py: Python<'_>,
-    cls: Py<PyAny>,
-    ctx: Py<PyAny>,
-    args: &Bound<'_, PyTuple>,
-    name: String,
-    params: Vec<String>,
-    once_differentiable: bool,
+    cls: &Bound<'_, PyType>,
+    values: &Bound<'_, PyTuple>,
+    names: Arc<[String]>,
+    spec: &Spec,
 ) -> PyResult<Py<PyAny>> {
     let mut inputs = Vec::new();
     let mut tensor_pos = Vec::new();
     let mut originals = Vec::new();
-    for (j, a) in args.iter().enumerate() {
+    for (j, a) in values.iter().enumerate() {
         if let Ok(t) = a.cast::<PyTensor>() {
             inputs.push(t.get().inner.clone());
             tensor_pos.push(j);
             originals.push(a.clone());
         }
     }
+    let ctx = Bound::new(py, PyCtx::new(names.clone()))?;
     let raw_output = Arc::new(Mutex::new(None));
     let op = PyFunctionOp {
-        cls,
-        ctx: ctx.clone_ref(py),
-        args: Some(args.clone().unbind()),
-        params,
+        cls: cls.clone().into_any().unbind(),
+        ctx: ctx.clone().unbind(),
+        args: Some(values.clone().unbind()),
+        names,
         tensor_pos,
-        name,
-        once: once_differentiable,
+        name: spec.name.clone(),
+        once: spec.once,
         raw_output: raw_output.clone(),
+        output_is_tensor: Vec::new(),
     };
     let (outputs, node) = apply_custom_with_node(op, &inputs)?;
     if let Some(node) = &node {
-        ctx.bind(py).setattr("_tg_saved_handle", SavedHandle { node: Arc::downgrade(node) })?;
-        detach_outputs_on_ctx(ctx.bind(py), &outputs, node)?;
+        ctx.borrow_mut().attach(node);
+        detach_outputs_on_ctx(&ctx, &outputs, node)?;
     }
     let raw = raw_output.lock().take().unwrap_or_else(|| py.None());
     let raw = raw.bind(py);
-    // The Python object to return for output k: the input object itself when a dirty input was
-    // returned, the forward's own object when its tensor is unchanged, else a new wrapper.
+    // The object to return for output k: the input object itself when a dirty input was returned,
+    // forward's own object when its tensor is unchanged, else a new wrapper.
     let finish = |k: usize, original: &Bound<'_, PyAny>| -> PyResult<Py<PyAny>> {
         let out = &outputs[k];
         if let Some(i) = inputs.iter().position(|t| t.same(out)) {
@@ -297,8 +339,40 @@ fn _function_apply(
     Ok(raw.clone().unbind())
 }
 
+/// `Function.apply(*args, **kwargs)`, bound to a class as a classmethod.
+#[pyfunction]
+#[pyo3(signature = (cls, *args, **kwargs))]
+fn _function_apply(
+    py: Python<'_>,
+    cls: &Bound<'_, PyType>,
+    args: &Bound<'_, PyTuple>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Py<PyAny>> {
+    let spec = spec_for(cls)?;
+    let no_kwargs = kwargs.is_none_or(|k| k.is_empty());
+    if no_kwargs && spec.simple && args.len() == spec.names.len() {
+        return apply_values(py, cls, args, spec.names.clone(), &spec);
+    }
+    let bound = spec.binder.bind(py).call_method1(intern!(py, "bind"), (args, kwargs))?;
+    let values = bound.get_item(0)?;
+    let names: Vec<String> = bound.get_item(1)?.extract()?;
+    apply_values(py, cls, values.cast::<PyTuple>()?, Arc::from(names), &spec)
+}
+
+/// Apply with values already bound and named by the caller (`custom_gradient`).
+#[pyfunction]
+fn _function_apply_named(
+    py: Python<'_>,
+    cls: &Bound<'_, PyType>,
+    values: &Bound<'_, PyTuple>,
+    names: Vec<String>,
+) -> PyResult<Py<PyAny>> {
+    let spec = spec_for(cls)?;
+    apply_values(py, cls, values, Arc::from(names), &spec)
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_function_apply, m)?)?;
-    let _ = PyList::empty(m.py());
+    m.add_function(wrap_pyfunction!(_function_apply_named, m)?)?;
     Ok(())
 }

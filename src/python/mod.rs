@@ -4,6 +4,7 @@
 
 mod autograd;
 mod convert;
+mod ctx;
 mod errors;
 mod function;
 mod tensor;
@@ -20,8 +21,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<convert::PyDevice>()?;
     m.add_class::<autograd::PyNode>()?;
     m.add_class::<autograd::PyHookHandle>()?;
-    m.add_class::<function::SavedHandle>()?;
-    m.add_class::<function::OutputRef>()?;
+    m.add_class::<ctx::PyCtx>()?;
     convert::register(m)?;
     autograd::register(m)?;
     function::register(m)?;

@@ -57,9 +57,7 @@ impl PyTensor {
         let Some(meta) = self.inner.0.meta.try_lock() else { return Ok(()) };
         if let Some(node) = &meta.grad_fn {
             if std::sync::Arc::strong_count(node) == 1 {
-                if let Some(ctx) = super::function::python_ctx(node) {
-                    visit.call(ctx)?;
-                }
+                super::function::visit_python_ctx(node, &visit)?;
             }
         }
         Ok(())
