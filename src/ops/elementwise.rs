@@ -5,7 +5,7 @@
 use ndarray::{IxDyn, Zip};
 use num_traits::{One, Zero};
 
-use super::kernel::{map, zip};
+use super::kernel::{map, map_cost, zip, zip_cost, Cost};
 use crate::autograd::node::{Backward, Node};
 use crate::autograd::record::{record, Save};
 use crate::error::{Error, Result};
@@ -64,13 +64,13 @@ impl Unary {
         let one = T::one();
         match self {
             Unary::Neg => map(t, |x: T| -x),
-            Unary::Exp => map(t, |x: T| x.exp()),
-            Unary::Log => map(t, |x: T| x.ln()),
+            Unary::Exp => map_cost(t, Cost::Heavy, |x: T| x.exp()),
+            Unary::Log => map_cost(t, Cost::Heavy, |x: T| x.ln()),
             Unary::Sqrt => map(t, |x: T| x.sqrt()),
-            Unary::Sin => map(t, |x: T| x.sin()),
-            Unary::Cos => map(t, |x: T| x.cos()),
-            Unary::Tanh => map(t, |x: T| x.tanh()),
-            Unary::Sigmoid => map(t, move |x: T| one / (one + (-x).exp())),
+            Unary::Sin => map_cost(t, Cost::Heavy, |x: T| x.sin()),
+            Unary::Cos => map_cost(t, Cost::Heavy, |x: T| x.cos()),
+            Unary::Tanh => map_cost(t, Cost::Heavy, |x: T| x.tanh()),
+            Unary::Sigmoid => map_cost(t, Cost::Heavy, move |x: T| one / (one + (-x).exp())),
             Unary::Relu => map(t, move |x: T| if x > zero { x } else { zero }),
             Unary::Abs => map(t, |x: T| x.abs()),
             Unary::Sign => map(t, move |x: T| {
@@ -189,7 +189,7 @@ impl Binary {
             Binary::Sub => zip(a, b, |x: T, y: T| x - y),
             Binary::Mul => zip(a, b, |x: T, y: T| x * y),
             Binary::Div => zip(a, b, |x: T, y: T| x / y),
-            Binary::Pow => zip(a, b, |x: T, y: T| x.powf(y)),
+            Binary::Pow => zip_cost(a, b, Cost::Heavy, |x: T, y: T| x.powf(y)),
         }
     }
 }
@@ -304,9 +304,9 @@ impl ScalarOp {
                     ScalarOp::Div => map(x, move |a: T| a / v),
                     ScalarOp::RDiv => map(x, move |a: T| v / a),
                     ScalarOp::Pow => {
-                        if s.as_f64() == 2.0 { map(x, |a: T| a * a) } else { map(x, move |a: T| a.powf(v)) }
+                        if s.as_f64() == 2.0 { map(x, |a: T| a * a) } else { map_cost(x, Cost::Heavy, move |a: T| a.powf(v)) }
                     }
-                    ScalarOp::RPow => map(x, move |a: T| v.powf(a)),
+                    ScalarOp::RPow => map_cost(x, Cost::Heavy, move |a: T| v.powf(a)),
                 }
             }),
         }

@@ -6,11 +6,9 @@
 
 use std::borrow::Cow;
 
-use rayon::prelude::*;
-
 use super::elementwise::{Binary, ScalarOp};
 use super::index::IndexItem;
-use super::kernel::PARALLEL_ELEMENTS;
+use super::kernel::{map_in_place, with_dst_src, zip_in_place, Cost};
 use crate::autograd::anomaly;
 use crate::autograd::grad_mode::is_grad_enabled;
 use crate::error::{Error, Result};
@@ -103,14 +101,21 @@ impl Tensor {
             ))
         })?;
         crate::dispatch_float!(self.dtype(), name, T => {
+            let cost = if op == Binary::Pow { Cost::Heavy } else { Cost::Cheap };
+            let apply = move |d: &mut [T], src: &[T]| match op {
+                Binary::Add => zip_in_place(d, src, cost, |x, y| x + y),
+                Binary::Sub => zip_in_place(d, src, cost, |x, y| x - y),
+                Binary::Mul => zip_in_place(d, src, cost, |x, y| x * y),
+                Binary::Div => zip_in_place(d, src, cost, |x, y| x / y),
+                Binary::Pow => zip_in_place(d, src, cost, |x, y| x.powf(y)),
+            };
+            // Same-shaped contiguous operand: read it in place, no copy.
+            if with_dst_src::<T>(self, &other, apply)? {
+                self.storage().bump_version(Cow::Borrowed(name), anomaly::current_location());
+                return Ok(());
+            }
             let src: Vec<T> = other.to_vec::<T>()?;
-            self.update_in_place::<T>(name, move |d: &mut [T]| match op {
-                Binary::Add => zip_in_place(d, &src, |x, y| x + y),
-                Binary::Sub => zip_in_place(d, &src, |x, y| x - y),
-                Binary::Mul => zip_in_place(d, &src, |x, y| x * y),
-                Binary::Div => zip_in_place(d, &src, |x, y| x / y),
-                Binary::Pow => zip_in_place(d, &src, |x, y| x.powf(y)),
-            })
+            self.update_in_place::<T>(name, move |d: &mut [T]| apply(d, &src))
         })
     }
 
@@ -123,11 +128,11 @@ impl Tensor {
         crate::dispatch_float!(self.dtype(), name, T => {
             let v = <T as crate::tensor::element::Element>::from_f64(s.as_f64());
             self.update_in_place::<T>(name, move |d: &mut [T]| match op {
-                ScalarOp::Add => map_in_place(d, |x| x + v),
-                ScalarOp::Sub => map_in_place(d, |x| x - v),
-                ScalarOp::Mul => map_in_place(d, |x| x * v),
-                ScalarOp::Div => map_in_place(d, |x| x / v),
-                _ => map_in_place(d, |x| x),
+                ScalarOp::Add => map_in_place(d, Cost::Cheap, |x| x + v),
+                ScalarOp::Sub => map_in_place(d, Cost::Cheap, |x| x - v),
+                ScalarOp::Mul => map_in_place(d, Cost::Cheap, |x| x * v),
+                ScalarOp::Div => map_in_place(d, Cost::Cheap, |x| x / v),
+                _ => map_in_place(d, Cost::Cheap, |x| x),
             })
         })
     }
@@ -192,12 +197,29 @@ impl Tensor {
     }
     /// Sets every element to `s`.
     pub fn fill_(&self, s: impl Into<Scalar>) -> Result<()> {
-        let s = s.into();
-        self.apply_inplace("fill_", |x| Tensor::full(x.shape(), s, x.dtype()))
+        self.fill_named(s.into(), "fill_")
     }
     /// Sets every element to zero.
     pub fn zero_(&self) -> Result<()> {
-        self.apply_inplace("zero_", |x| Tensor::zeros(x.shape(), x.dtype()))
+        self.fill_named(Scalar::Int(0), "zero_")
+    }
+
+    /// `fill_` and `zero_`: one pass over the memory when nothing is recorded.
+    fn fill_named(&self, s: Scalar, name: &'static str) -> Result<()> {
+        let recording = is_grad_enabled() && self.requires_grad();
+        if recording || !self.layout().is_contiguous() || (matches!(s, Scalar::Float(_)) && !self.dtype().is_float()) {
+            return self.apply_inplace(name, |x| Tensor::full(x.shape(), s, x.dtype()));
+        }
+        self.check_inplace(name)?;
+        crate::dispatch_all!(self.dtype(), T => {
+            use crate::tensor::element::Element;
+            let v = match s {
+                Scalar::Float(f) => T::from_f64(f),
+                Scalar::Int(i) => T::from_i64(i),
+                Scalar::Bool(b) => T::from_i64(b as i64),
+            };
+            self.update_in_place::<T>(name, move |d: &mut [T]| d.fill(v))
+        })
     }
     /// Clamps in place.
     pub fn clamp_(&self, min: Option<f64>, max: Option<f64>) -> Result<()> {
@@ -221,28 +243,17 @@ impl Tensor {
     /// Adds `other` into this tensor's memory with no autograd checks or recording (gradient
     /// accumulation, which owns the tensor it writes).
     pub(crate) fn add_inplace_unchecked(&self, other: &Tensor) -> Result<()> {
-        let sum = {
-            let _off = crate::autograd::GradModeGuard::no_grad();
-            self.add(other)?
-        };
-        super::kernel::write_into(self, &sum)?;
+        let added = crate::dispatch_float!(self.dtype(), "gradient accumulation", T => {
+            with_dst_src::<T>(self, other, |d: &mut [T], s: &[T]| zip_in_place(d, s, Cost::Cheap, |x, y| x + y))?
+        });
+        if !added {
+            let sum = {
+                let _off = crate::autograd::GradModeGuard::no_grad();
+                self.add(other)?
+            };
+            super::kernel::write_into(self, &sum)?;
+        }
         self.storage().bump_version(Cow::Borrowed("add_ (gradient accumulation)"), None);
         Ok(())
-    }
-}
-
-fn zip_in_place<T: Copy + Send + Sync>(d: &mut [T], s: &[T], f: impl Fn(T, T) -> T + Sync + Send) {
-    if d.len() >= PARALLEL_ELEMENTS {
-        d.par_iter_mut().zip(s.par_iter()).for_each(|(x, &y)| *x = f(*x, y));
-    } else {
-        d.iter_mut().zip(s).for_each(|(x, &y)| *x = f(*x, y));
-    }
-}
-
-fn map_in_place<T: Copy + Send + Sync>(d: &mut [T], f: impl Fn(T) -> T + Sync + Send) {
-    if d.len() >= PARALLEL_ELEMENTS {
-        d.par_iter_mut().for_each(|x| *x = f(*x));
-    } else {
-        d.iter_mut().for_each(|x| *x = f(*x));
     }
 }

@@ -9,19 +9,107 @@ use crate::tensor::element::Element;
 use crate::tensor::layout::broadcast_shapes;
 use crate::tensor::Tensor;
 
-/// Elements above which a kernel splits its work over rayon's threads.
-pub(crate) const PARALLEL_ELEMENTS: usize = 1 << 16;
+/// Elements above which a cheap kernel (arithmetic, comparisons) splits its work over rayon's
+/// threads. Such kernels run at memory speed in one vectorized loop (about 0.1 ns per element
+/// here), so waking a second thread (several µs) only pays off for large tensors: measured on the
+/// seed's 100k-element weight updates, the parallel split at 65k elements was slower than one
+/// thread.
+pub(crate) const PARALLEL_ELEMENTS: usize = 1 << 18;
+/// The same threshold for kernels that call transcendental functions (exp, sin, tanh, pow: tens
+/// of ns per element), where a second thread pays off much sooner.
+pub(crate) const PARALLEL_ELEMENTS_HEAVY: usize = 1 << 13;
+/// Elements per rayon task: large enough to amortize scheduling, small enough to balance.
+const CHUNK: usize = 1 << 14;
+
+/// How expensive an element-wise function is, which decides when to run it on several threads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cost {
+    Cheap,
+    Heavy,
+}
+
+impl Cost {
+    fn parallel(self, n: usize) -> bool {
+        n >= match self {
+            Cost::Cheap => PARALLEL_ELEMENTS,
+            Cost::Heavy => PARALLEL_ELEMENTS_HEAVY,
+        }
+    }
+}
+
+/// `f` over `src` into a new vector, in plain loops over chunks that the compiler vectorizes.
+fn collect_map<T: Copy + Sync, U: Send>(src: &[T], cost: Cost, f: impl Fn(T) -> U + Sync + Send) -> Vec<U> {
+    let mut out: Vec<U> = Vec::with_capacity(src.len());
+    let dst = &mut out.spare_capacity_mut()[..src.len()];
+    let run = |d: &mut [std::mem::MaybeUninit<U>], s: &[T]| d.iter_mut().zip(s).for_each(|(d, &x)| _ = d.write(f(x)));
+    if cost.parallel(src.len()) {
+        dst.par_chunks_mut(CHUNK).zip(src.par_chunks(CHUNK)).for_each(|(d, s)| run(d, s));
+    } else {
+        run(dst, src);
+    }
+    // SAFETY: every one of the first `src.len()` slots was written above.
+    unsafe { out.set_len(src.len()) };
+    out
+}
+
+/// `f` pairwise over two equally long slices into a new vector (see `collect_map`).
+fn collect_zip<T: Copy + Sync, U: Send>(a: &[T], b: &[T], cost: Cost, f: impl Fn(T, T) -> U + Sync + Send) -> Vec<U> {
+    let n = a.len().min(b.len());
+    let mut out: Vec<U> = Vec::with_capacity(n);
+    let dst = &mut out.spare_capacity_mut()[..n];
+    let run = |d: &mut [std::mem::MaybeUninit<U>], a: &[T], b: &[T]| {
+        d.iter_mut().zip(a.iter().zip(b)).for_each(|(d, (&x, &y))| _ = d.write(f(x, y)))
+    };
+    if cost.parallel(n) {
+        dst.par_chunks_mut(CHUNK)
+            .zip(a[..n].par_chunks(CHUNK).zip(b[..n].par_chunks(CHUNK)))
+            .for_each(|(d, (a, b))| run(d, a, b));
+    } else {
+        run(dst, &a[..n], &b[..n]);
+    }
+    // SAFETY: every one of the first `n` slots was written above.
+    unsafe { out.set_len(n) };
+    out
+}
+
+/// `d[i] = f(d[i])` in place (see `collect_map`).
+pub(crate) fn map_in_place<T: Copy + Send + Sync>(d: &mut [T], cost: Cost, f: impl Fn(T) -> T + Sync + Send) {
+    let run = |d: &mut [T]| d.iter_mut().for_each(|x| *x = f(*x));
+    if cost.parallel(d.len()) {
+        d.par_chunks_mut(CHUNK).for_each(run);
+    } else {
+        run(d);
+    }
+}
+
+/// `d[i] = f(d[i], s[i])` in place (see `collect_map`).
+pub(crate) fn zip_in_place<T: Copy + Send + Sync>(
+    d: &mut [T],
+    s: &[T],
+    cost: Cost,
+    f: impl Fn(T, T) -> T + Sync + Send,
+) {
+    let run = |d: &mut [T], s: &[T]| d.iter_mut().zip(s).for_each(|(x, &y)| *x = f(*x, y));
+    if cost.parallel(d.len()) {
+        d.par_chunks_mut(CHUNK).zip(s.par_chunks(CHUNK)).for_each(|(d, s)| run(d, s));
+    } else {
+        run(d, s);
+    }
+}
 
 /// `f` applied to every element of `t` (of type `T`), giving a new contiguous tensor.
 pub(crate) fn map<T: Element, U: Element>(t: &Tensor, f: impl Fn(T) -> U + Sync + Send) -> Result<Tensor> {
+    map_cost(t, Cost::Cheap, f)
+}
+
+/// `map` for a function of the given cost.
+pub(crate) fn map_cost<T: Element, U: Element>(
+    t: &Tensor,
+    cost: Cost,
+    f: impl Fn(T) -> U + Sync + Send,
+) -> Result<Tensor> {
     if t.layout().is_contiguous() {
-        let data = t.with_contiguous(|s: &[T]| {
-            if s.len() >= PARALLEL_ELEMENTS {
-                s.par_iter().map(|&x| f(x)).collect::<Vec<U>>()
-            } else {
-                s.iter().map(|&x| f(x)).collect::<Vec<U>>()
-            }
-        })?;
+        let data = t.with_contiguous(|s: &[T]| collect_map(s, cost, &f))?;
         return Tensor::from_vec(data, t.shape());
     }
     t.with_view(|v| Tensor::from_array(v.map(|&x| f(x))))
@@ -33,16 +121,18 @@ pub(crate) fn zip<T: Element, U: Element>(
     b: &Tensor,
     f: impl Fn(T, T) -> U + Sync + Send,
 ) -> Result<Tensor> {
+    zip_cost(a, b, Cost::Cheap, f)
+}
+
+/// `zip` for a function of the given cost.
+pub(crate) fn zip_cost<T: Element, U: Element>(
+    a: &Tensor,
+    b: &Tensor,
+    cost: Cost,
+    f: impl Fn(T, T) -> U + Sync + Send,
+) -> Result<Tensor> {
     if a.shape() == b.shape() && a.layout().is_contiguous() && b.layout().is_contiguous() {
-        let data = a.with_contiguous(|sa: &[T]| {
-            b.with_contiguous(|sb: &[T]| {
-                if sa.len() >= PARALLEL_ELEMENTS {
-                    sa.par_iter().zip(sb.par_iter()).map(|(&x, &y)| f(x, y)).collect::<Vec<U>>()
-                } else {
-                    sa.iter().zip(sb).map(|(&x, &y)| f(x, y)).collect::<Vec<U>>()
-                }
-            })
-        })??;
+        let data = a.with_contiguous(|sa: &[T]| b.with_contiguous(|sb: &[T]| collect_zip(sa, sb, cost, &f)))??;
         return Tensor::from_vec(data, a.shape());
     }
     let shape = broadcast_shapes(a.shape(), b.shape())?;
@@ -51,13 +141,50 @@ pub(crate) fn zip<T: Element, U: Element>(
             let va = va.broadcast(IxDyn(&shape)).ok_or_else(|| Error::shape("broadcast failed"))?;
             let vb = vb.broadcast(IxDyn(&shape)).ok_or_else(|| Error::shape("broadcast failed"))?;
             let zipped = Zip::from(&va).and(&vb);
-            Ok(Tensor::from_array(if va.len() >= PARALLEL_ELEMENTS {
+            Ok(Tensor::from_array(if cost.parallel(va.len()) {
                 zipped.par_map_collect(|&x, &y| f(x, y))
             } else {
                 zipped.map_collect(|&x, &y| f(x, y))
             }))
         })?
     })?
+}
+
+/// Runs `f` on the elements of `dst` (write-locked) and of `src` (read-locked), both contiguous,
+/// of type `T`, of equal length and in different storages; `Ok(false)` (nothing run) otherwise.
+/// The two locks are taken in address order, so `a += b` and `b += a` on two threads cannot
+/// deadlock. The caller bumps `dst`'s version.
+pub(crate) fn with_dst_src<T: Element>(dst: &Tensor, src: &Tensor, f: impl FnOnce(&mut [T], &[T])) -> Result<bool> {
+    let (sd, ss) = (dst.storage(), src.storage());
+    if std::sync::Arc::ptr_eq(sd, ss)
+        || !dst.layout().is_contiguous()
+        || !src.layout().is_contiguous()
+        || dst.numel() != src.numel()
+        || dst.dtype() != T::DTYPE
+        || src.dtype() != T::DTYPE
+    {
+        return Ok(false);
+    }
+    let dst_first = std::sync::Arc::as_ptr(sd) < std::sync::Arc::as_ptr(ss);
+    let (mut wg, rg);
+    if dst_first {
+        wg = sd.write();
+        rg = ss.read();
+    } else {
+        rg = ss.read();
+        wg = sd.write();
+    }
+    let n = dst.numel();
+    let (d0, s0) = (dst.layout().offset, src.layout().offset);
+    let d = T::slice_mut(&mut wg).and_then(|s| s.get_mut(d0..d0 + n));
+    let s = T::slice(&rg).and_then(|s| s.get(s0..s0 + n));
+    match (d, s) {
+        (Some(d), Some(s)) => {
+            f(d, s);
+            Ok(true)
+        }
+        _ => Err(Error::index("tensor layout reaches past the end of its storage")),
+    }
 }
 
 /// The data of `src`, broadcast to `shape` and converted to `T`, as an owned array.

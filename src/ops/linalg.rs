@@ -46,6 +46,9 @@ impl Gemm for f32 {
         csb: isize,
         c: *mut f32,
     ) {
+        #[cfg(target_arch = "x86_64")]
+        super::gemm::sgemm(m, k, n, a, rsa, csa, b, rsb, csb, c, n);
+        #[cfg(not(target_arch = "x86_64"))]
         matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, n as isize, 1)
     }
 }

@@ -3,6 +3,8 @@
 
 pub(crate) mod as_strided;
 pub mod elementwise;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod gemm;
 pub mod index;
 pub mod inplace;
 pub(crate) mod kernel;

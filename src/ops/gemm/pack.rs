@@ -1,0 +1,67 @@
+//! Packing: copies a block of `A` or `B` (any strides, so transposed views cost no extra copy)
+//! into the panel order the micro-kernel reads, zero-padding partial panels.
+
+use super::avx512::{MR, NR};
+
+/// Packs the `mc × kc` block of `A` at `a` into `ceil(mc / MR)` panels of `kc × MR` values,
+/// k-major (the MR values of one step of `k` are adjacent).
+///
+/// # Safety
+/// `a` must be valid for `mc` rows at stride `rsa` and `kc` columns at stride `csa`.
+pub(super) unsafe fn pack_a(mc: usize, kc: usize, a: *const f32, rsa: isize, csa: isize, dst: &mut [f32]) {
+    for (p, panel) in dst.chunks_exact_mut(kc * MR).take(mc.div_ceil(MR)).enumerate() {
+        let r0 = p * MR;
+        let rows = MR.min(mc - r0);
+        let base = a.offset(r0 as isize * rsa);
+        if rows < MR {
+            panel.fill(0.0);
+        }
+        if rsa == 1 {
+            // Columns of A are contiguous (a transposed view): one run of `rows` per step.
+            for (k, step) in panel.chunks_exact_mut(MR).enumerate() {
+                let src = base.offset(k as isize * csa);
+                for (i, v) in step[..rows].iter_mut().enumerate() {
+                    *v = *src.add(i);
+                }
+            }
+        } else {
+            // Rows contiguous (or general strides): read each row once, scatter into the steps.
+            for i in 0..rows {
+                let src = base.offset(i as isize * rsa);
+                for k in 0..kc {
+                    *panel.get_unchecked_mut(k * MR + i) = *src.offset(k as isize * csa);
+                }
+            }
+        }
+    }
+}
+
+/// Packs the `kc × nc` block of `B` at `b` into `ceil(nc / NR)` panels of `kc × NR` values,
+/// k-major (the NR values of one row of the panel are adjacent).
+///
+/// # Safety
+/// `b` must be valid for `kc` rows at stride `rsb` and `nc` columns at stride `csb`.
+pub(super) unsafe fn pack_b(kc: usize, nc: usize, b: *const f32, rsb: isize, csb: isize, dst: &mut [f32]) {
+    for (p, panel) in dst.chunks_exact_mut(kc * NR).take(nc.div_ceil(NR)).enumerate() {
+        let c0 = p * NR;
+        let cols = NR.min(nc - c0);
+        let base = b.offset(c0 as isize * csb);
+        if cols < NR {
+            panel.fill(0.0);
+        }
+        if csb == 1 {
+            for (k, step) in panel.chunks_exact_mut(NR).enumerate() {
+                let src = std::slice::from_raw_parts(base.offset(k as isize * rsb), cols);
+                step[..cols].copy_from_slice(src);
+            }
+        } else {
+            // Columns contiguous (a transposed view) or general strides: read each column once.
+            for j in 0..cols {
+                let src = base.offset(j as isize * csb);
+                for k in 0..kc {
+                    *panel.get_unchecked_mut(k * NR + j) = *src.offset(k as isize * rsb);
+                }
+            }
+        }
+    }
+}
