@@ -26,6 +26,7 @@ pub(super) const NR: usize = 32;
 pub(super) unsafe fn kernel(
     kc: usize,
     a: *const f32,
+    (ars, aks): (usize, usize),
     b: *const f32,
     c: *mut f32,
     ldc: usize,
@@ -33,7 +34,7 @@ pub(super) unsafe fn kernel(
     cols: usize,
     accumulate: bool,
 ) {
-    let args = (kc, a, b, c, ldc, rows, cols, accumulate);
+    let args = (kc, a, ars, aks, b, c, ldc, rows, cols, accumulate);
     match (rows.div_ceil(4), cols > 16) {
         (3, true) => block::<12, 2>(args),
         (3, false) => block::<12, 1>(args),
@@ -44,11 +45,11 @@ pub(super) unsafe fn kernel(
     }
 }
 
-type Args = (usize, *const f32, *const f32, *mut f32, usize, usize, usize, bool);
+type Args = (usize, *const f32, usize, usize, *const f32, *mut f32, usize, usize, usize, bool);
 
 /// The loop behind `kernel` for `R` rows (of the 12-row panel) and `V` vectors of 16 columns.
 #[target_feature(enable = "avx512f")]
-unsafe fn block<const R: usize, const V: usize>((kc, a, b, c, ldc, rows, cols, accumulate): Args) {
+unsafe fn block<const R: usize, const V: usize>((kc, a, ars, aks, b, c, ldc, rows, cols, accumulate): Args) {
     let mut acc = [[_mm512_setzero_ps(); V]; R];
     let (mut a, mut b) = (a, b);
     for _ in 0..kc {
@@ -57,12 +58,12 @@ unsafe fn block<const R: usize, const V: usize>((kc, a, b, c, ldc, rows, cols, a
             *x = _mm512_loadu_ps(b.add(16 * v));
         }
         for (i, row) in acc.iter_mut().enumerate() {
-            let ai = _mm512_set1_ps(*a.add(i));
+            let ai = _mm512_set1_ps(*a.add(i * ars));
             for (x, r) in bv.iter().zip(row.iter_mut()) {
                 *r = _mm512_fmadd_ps(ai, *x, *r);
             }
         }
-        a = a.add(MR);
+        a = a.add(aks);
         b = b.add(NR);
     }
     let lanes = |n: usize| -> __mmask16 {

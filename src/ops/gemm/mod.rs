@@ -116,8 +116,18 @@ pub(crate) unsafe fn sgemm(
         serial(p);
         return;
     }
-    // Split the dimension with more panels into bands of whole panels, one per thread.
-    let (panels, width, len) = if col_panels >= row_panels { (col_panels, NR, n) } else { (row_panels, MR, m) };
+    // Split into bands of whole panels, one per thread. Each band packs its own share of one
+    // operand and all of the other, so split the dimension whose split duplicates the smaller
+    // packing (columns duplicate A's m·k, rows duplicate B's k·n), provided it has a panel for
+    // every thread.
+    let by_cols = if row_panels < threads {
+        true
+    } else if col_panels < threads {
+        false
+    } else {
+        m * k <= k * n
+    };
+    let (panels, width, len) = if by_cols { (col_panels, NR, n) } else { (row_panels, MR, m) };
     let parts = threads.min(panels);
     let per = panels.div_ceil(parts) * width;
     (0..parts).into_par_iter().for_each(|t| {
@@ -131,30 +141,47 @@ pub(crate) unsafe fn sgemm(
 }
 
 /// One thread's multiply: pack, then sweep the micro-kernel over the blocks.
+///
+/// A row-major `A` is read in place (the kernel takes its strides) instead of packed: packing it
+/// is a transpose costing about a cycle per element, a quarter of a small multiply's time (the
+/// seed's 64×1000·1000×100); only its last, partial panel is packed, to pad it with zeros.
 unsafe fn serial(p: Problem) {
     BUFFERS.with(|cell| {
         let mut bufs = cell.borrow_mut();
         let (abuf, bbuf) = &mut *bufs;
-        let ap = lines(abuf, MC.min(p.m.div_ceil(MR) * MR) * KC.min(p.k));
+        let direct_a = p.csa == 1;
+        let ap = lines(abuf, if direct_a { MR } else { MC.min(p.m.div_ceil(MR) * MR) } * KC.min(p.k));
         let bp = lines(bbuf, NC.min(p.n.div_ceil(NR) * NR) * KC.min(p.k));
         for ic in (0..p.m).step_by(MC) {
             let mc = MC.min(p.m - ic);
             for pc in (0..p.k).step_by(KC) {
                 let kc = KC.min(p.k - pc);
-                pack::pack_a(mc, kc, p.a.offset(ic as isize * p.rsa + pc as isize * p.csa), p.rsa, p.csa, ap);
+                let a_block = p.a.offset(ic as isize * p.rsa + pc as isize * p.csa);
+                if !direct_a {
+                    pack::pack_a(mc, kc, a_block, p.rsa, p.csa, ap);
+                }
                 for jc in (0..p.n).step_by(NC) {
                     let nc = NC.min(p.n - jc);
                     pack::pack_b(kc, nc, p.b.offset(pc as isize * p.rsb + jc as isize * p.csb), p.rsb, p.csb, bp);
                     for ir in (0..mc).step_by(MR) {
-                        let apanel = ap.as_ptr().add(ir * kc);
+                        let rows = MR.min(mc - ir);
+                        let (apanel, strides) = if !direct_a {
+                            (ap.as_ptr().add(ir * kc), (1, MR))
+                        } else if rows == MR {
+                            (a_block.offset(ir as isize * p.rsa), (p.rsa as usize, 1))
+                        } else {
+                            pack::pack_a(rows, kc, a_block.offset(ir as isize * p.rsa), p.rsa, 1, ap);
+                            (ap.as_ptr(), (1, MR))
+                        };
                         for jr in (0..nc).step_by(NR) {
                             avx512::kernel(
                                 kc,
                                 apanel,
+                                strides,
                                 bp.as_ptr().add(jr * kc),
                                 p.c.add((ic + ir) * p.ldc + jc + jr),
                                 p.ldc,
-                                MR.min(mc - ir),
+                                rows,
                                 NR.min(nc - jr),
                                 pc > 0,
                             );

@@ -49,7 +49,13 @@ pub(super) unsafe fn pack_b(kc: usize, nc: usize, b: *const f32, rsb: isize, csb
         if cols < NR {
             panel.fill(0.0);
         }
-        if csb == 1 {
+        if csb == 1 && cols == NR {
+            // The common case, as a fixed-size copy (two vector moves, not a memmove call).
+            for (k, step) in panel.chunks_exact_mut(NR).enumerate() {
+                let src = &*base.offset(k as isize * rsb).cast::<[f32; NR]>();
+                step.copy_from_slice(src);
+            }
+        } else if csb == 1 {
             for (k, step) in panel.chunks_exact_mut(NR).enumerate() {
                 let src = std::slice::from_raw_parts(base.offset(k as isize * rsb), cols);
                 step[..cols].copy_from_slice(src);
