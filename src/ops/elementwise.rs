@@ -60,6 +60,11 @@ impl Unary {
     }
 
     fn kernel<T: Float>(self, t: &Tensor) -> Result<Tensor> {
+        if T::DTYPE == DType::Float32 && t.layout().is_contiguous() {
+            if let Some(data) = t.with_contiguous(|s: &[f32]| super::fastmath::unary_f32(self, s))? {
+                return Tensor::from_vec(data, t.shape());
+            }
+        }
         let zero = T::zero();
         let one = T::one();
         match self {

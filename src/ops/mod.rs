@@ -3,6 +3,7 @@
 
 pub(crate) mod as_strided;
 pub mod elementwise;
+pub(crate) mod fastmath;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod gemm;
 pub mod index;

@@ -60,8 +60,12 @@ pub(super) unsafe fn pack_b(kc: usize, nc: usize, b: *const f32, rsb: isize, csb
                 let src = std::slice::from_raw_parts(base.offset(k as isize * rsb), cols);
                 step[..cols].copy_from_slice(src);
             }
+        } else if rsb == 1 && cols == NR && (NR as isize) * csb < i32::MAX as isize && csb > 0 {
+            // Columns contiguous (a transposed view, `g @ w.t()` in every backward of `mm`):
+            // two 16-lane gathers per step, one value from each column, written contiguously.
+            gather_panel(kc, base, csb as i32, panel);
         } else {
-            // Columns contiguous (a transposed view) or general strides: read each column once.
+            // General strides: read each column once.
             for j in 0..cols {
                 let src = base.offset(j as isize * csb);
                 for k in 0..kc {
@@ -69,5 +73,22 @@ pub(super) unsafe fn pack_b(kc: usize, nc: usize, b: *const f32, rsb: isize, csb
                 }
             }
         }
+    }
+}
+
+/// One full kc×32 panel of a `B` whose columns are contiguous (row stride 1, column stride `csb`).
+///
+/// # Safety
+/// The CPU must support AVX-512F; `b` must be valid for 32 columns of `kc` values at stride `csb`.
+#[target_feature(enable = "avx512f")]
+unsafe fn gather_panel(kc: usize, b: *const f32, csb: i32, panel: &mut [f32]) {
+    use std::arch::x86_64::*;
+    let lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    let idx0 = _mm512_mullo_epi32(lane, _mm512_set1_epi32(csb));
+    let idx1 = _mm512_add_epi32(idx0, _mm512_set1_epi32(16 * csb));
+    for (k, step) in panel.chunks_exact_mut(NR).take(kc).enumerate() {
+        let src = b.add(k);
+        _mm512_storeu_ps(step.as_mut_ptr(), _mm512_i32gather_ps::<4>(idx0, src));
+        _mm512_storeu_ps(step.as_mut_ptr().add(16), _mm512_i32gather_ps::<4>(idx1, src));
     }
 }
