@@ -227,11 +227,9 @@ def w5_make(lib):
     def factory():
         def run():
             x = lib.ones(1, requires_grad=True)
-            before = rss_bytes()
             y = x
             for _ in range(W5_N):
                 y = y * 1.0001
-            run.bytes_per_node = max(rss_bytes() - before, 0) / W5_N
             y.sum().backward()
             return float(x.grad.sum())
 
@@ -287,6 +285,22 @@ UNITS = {"W1": ("ms/step", 1e3 / STEPS), "W2": ("us/op", 1e6 / 1000), "W3": ("us
          "W4": ("ms/step", 1e3), "W5": ("s", 1.0), "W6": ("ms/step", 1e3)}
 
 
+def chain_memory(libname):
+    """Child process: resident bytes per node of a fresh W5 chain (before backward).
+
+    Measured in a process that has built no graph before, so that the chain's memory cannot come
+    from pages freed by an earlier run (which made an in-loop measurement read zero).
+    """
+    lib = __import__(libname)
+    x = lib.ones(1, requires_grad=True)
+    (x * 1.0001).sum().backward()  # load lazily initialised machinery first
+    before = rss_bytes()
+    y = x
+    for _ in range(W5_N):
+        y = y * 1.0001
+    print(json.dumps({"bytes_per_node": (rss_bytes() - before) / W5_N}))
+
+
 def run_one(name, repeats):
     """Child process: alternate the implementations of one workload and print JSON."""
     impls = {k: f() for k, f in workloads()[name].items() if f is not None}
@@ -300,8 +314,6 @@ def run_one(name, repeats):
             result = run()
             times[k].append(time.perf_counter() - t0)
             extra[k]["result"] = result
-            if hasattr(run, "bytes_per_node"):
-                extra[k].setdefault("bytes_per_node", []).append(run.bytes_per_node)
     print(json.dumps({"times": times, "extra": extra}))
 
 
@@ -310,9 +322,13 @@ def main():
     parser.add_argument("workloads", nargs="*", default=list(UNITS))
     parser.add_argument("--repeats", type=int, default=REPEATS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--memory", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         run_one(args.child, args.repeats)
+        return
+    if args.memory:
+        chain_memory(args.memory)
         return
     torch = try_import("torch")
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
@@ -325,6 +341,11 @@ def main():
             print(f"{name}: failed\n{out.stderr}")
             continue
         data = json.loads(out.stdout.strip().splitlines()[-1])
+        if name == "W5":
+            for k in data["extra"]:
+                mem = subprocess.run([sys.executable, __file__, "--memory", k], capture_output=True, text=True)
+                if mem.returncode == 0:
+                    data["extra"][k]["bytes_per_node"] = [json.loads(mem.stdout)["bytes_per_node"]]
         unit, scale = UNITS[name]
         med = {k: statistics.median(v) * scale for k, v in data["times"].items()}
         for k, v in data["times"].items():
