@@ -597,6 +597,8 @@ impl Tensor {
     }
 
     /// Element-wise comparison with a scalar.
+    // `a < v` on bools (the macro instantiates every dtype) is the intended comparison.
+    #[allow(clippy::bool_comparison)]
     pub fn compare_scalar(&self, s: impl Into<Scalar>, op: Cmp) -> Result<Tensor> {
         let s = s.into();
         let dt =
@@ -608,7 +610,15 @@ impl Tensor {
                 Scalar::Int(i) => T::from_i64(i),
                 other => T::from_f64(other.as_f64()),
             };
-            map(&x, move |a: T| op.test(a, v))
+            // One closure per comparison, so that each loop is branch-free.
+            match op {
+                Cmp::Lt => map(&x, move |a: T| a < v),
+                Cmp::Le => map(&x, move |a: T| a <= v),
+                Cmp::Gt => map(&x, move |a: T| a > v),
+                Cmp::Ge => map(&x, move |a: T| a >= v),
+                Cmp::Eq => map(&x, move |a: T| a == v),
+                Cmp::Ne => map(&x, move |a: T| a != v),
+            }
         })
     }
 

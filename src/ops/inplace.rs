@@ -232,6 +232,24 @@ impl Tensor {
     }
     /// `self[items] = value`.
     pub fn index_put_(&self, items: &[IndexItem], value: &Tensor) -> Result<()> {
+        if let [IndexItem::Mask(mask)] = items {
+            if mask.shape() == self.shape()
+                && mask.dtype() == crate::DType::Bool
+                && value.numel() == 1
+                && self.fast_inplace_ok(value.requires_grad(), self.dtype())
+            {
+                // `t[mask] = scalar` with nothing recorded (a custom backward zeroing a gradient):
+                // one pass over the memory.
+                self.check_inplace("index_put_")?;
+                let keep = mask.to_vec::<bool>()?;
+                return crate::dispatch_float!(self.dtype(), "index_put_", T => {
+                    let v: T = value.to_dtype(self.dtype())?.to_vec::<T>()?[0];
+                    self.update_in_place::<T>("index_put_", move |d: &mut [T]| {
+                        d.iter_mut().zip(&keep).for_each(|(x, &m)| if m { *x = v });
+                    })
+                });
+            }
+        }
         self.apply_inplace("index_put_", |x| x.index_put_value(items, value))
     }
     /// `self[mask] = s`.
