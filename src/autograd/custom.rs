@@ -218,24 +218,25 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
         return Ok((outputs, None));
     }
     let is_non_diff = |o: &Tensor| ctx.non_differentiable.iter().any(|n| n.same(o));
+    let differentiable: Vec<bool> = raw.iter().map(|o| !is_non_diff(o) && o.dtype().is_float()).collect();
     let saves = ctx
         .to_save
         .take()
         .unwrap_or_default()
         .into_iter()
         .map(|t| {
-            if let Some(i) = raw.iter().position(|o| o.same(&t)).or_else(|| outputs.iter().position(|o| o.same(&t))) {
-                if find_input(&t).is_none() {
-                    return Save::Output(i);
-                }
-            }
-            match find_input(&t) {
-                Some(j) => Save::Input(inputs[j].clone()),
-                None => Save::Input(t),
+            // An output that gets this node's history (a dirty input returned is one) is saved
+            // without its node, else the node would own itself; a non-differentiable output has no
+            // history to restore, so it is kept as it is.
+            let out = raw.iter().position(|o| o.same(&t)).or_else(|| outputs.iter().position(|o| o.same(&t)));
+            match (out, find_input(&t)) {
+                (Some(i), None) if differentiable[i] => Save::Output(i),
+                (Some(i), Some(j)) if differentiable[i] && dirty_inputs.contains(&j) => Save::Output(i),
+                (_, Some(j)) => Save::Input(inputs[j].clone()),
+                (_, None) => Save::Input(t),
             }
         })
         .collect();
-    let differentiable: Vec<bool> = raw.iter().map(|o| !is_non_diff(o) && o.dtype().is_float()).collect();
     let formula = CustomBackward { op, needs_input_grad: needs, materialize_grads: ctx.materialize_grads };
     let input_refs: Vec<&Tensor> = inputs.iter().collect();
     let output_refs: Vec<&Tensor> = outputs.iter().collect();

@@ -11,10 +11,29 @@ use super::index::IndexItem;
 use super::kernel::{map_in_place, with_dst_src, zip_in_place, Cost};
 use crate::autograd::anomaly;
 use crate::autograd::grad_mode::is_grad_enabled;
+use crate::autograd::node::{Backward, Node};
+use crate::autograd::record::record_node;
 use crate::error::{Error, Result};
 use crate::tensor::dtype::Scalar;
 use crate::tensor::layout::fmt_shape;
 use crate::tensor::Tensor;
+
+/// The backward of an in-place write whose new value does not depend on the old one: zero.
+struct Overwritten;
+
+impl Backward for Overwritten {
+    fn apply(&self, _node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        match grads.into_iter().next().flatten() {
+            Some(g) => Ok(vec![Some(Tensor::zeros(g.shape(), g.dtype())?)]),
+            None => Ok(vec![None]),
+        }
+    }
+}
+
+/// `masked_fill_` -> `MaskedFill`.
+fn camel_case(op: &str) -> String {
+    op.split('_').filter(|w| !w.is_empty()).map(|w| w[..1].to_uppercase() + &w[1..]).collect()
+}
 
 impl Tensor {
     /// Refuses in-place writes that would corrupt autograd state.
@@ -68,7 +87,8 @@ impl Tensor {
                 self.dtype()
             )));
         }
-        let rebase = recording && (new.requires_grad() || self.base().is_some_and(|b| b.requires_grad()));
+        let rebase = recording
+            && (new.requires_grad() || self.requires_grad() || self.base().is_some_and(|b| b.requires_grad()));
         super::kernel::write_into(self, &new)?;
         self.storage().bump_version(Cow::Borrowed(op), anomaly::current_location());
         if rebase {
@@ -76,11 +96,15 @@ impl Tensor {
             let new = if new.dtype() != self.dtype() { new.to_dtype(self.dtype())? } else { new };
             match self.base() {
                 Some(base) => super::as_strided::rebase_view(base, self, &new),
-                None => {
-                    if let Some(f) = new.grad_fn() {
-                        self.set_history(f, new.output_nr());
+                None => match new.grad_fn() {
+                    Some(f) => self.set_history(f, new.output_nr()),
+                    // A value without history (a constant copied in, `fill_`, `zero_`) replaces what the
+                    // tensor held: it still requires grad, and its old history gets a zero gradient.
+                    None => {
+                        let name = Cow::Owned(format!("{}Backward", camel_case(op)));
+                        record_node(name, &[&old], &[self], Box::new(Overwritten), vec![]);
                     }
-                }
+                },
             }
         }
         Ok(())

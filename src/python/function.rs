@@ -258,7 +258,10 @@ fn detach_outputs_on_ctx(ctx: &Bound<'_, PyCtx>, outputs: &[Tensor], node: &Arc<
     let mut found = Vec::new();
     for (k, v) in dict.iter() {
         if let Ok(t) = v.cast::<PyTensor>() {
-            if let Some(nr) = outputs.iter().position(|o| o.same(&t.get().inner)) {
+            // Only outputs that carry this node's history would form a cycle (a non-differentiable
+            // output stays as it is).
+            let has_node = |o: &Tensor| o.grad_fn().is_some_and(|f| Arc::ptr_eq(&f, node));
+            if let Some(nr) = outputs.iter().position(|o| o.same(&t.get().inner) && has_node(o)) {
                 found.push((k.extract::<String>()?, nr));
             }
         }

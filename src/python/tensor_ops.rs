@@ -85,6 +85,16 @@ fn compare(slf: &PyTensor, py: Python<'_>, other: &Bound<'_, PyAny>, op: Cmp) ->
 /// In-place arithmetic; returns the same Python object.
 fn inplace<'py>(slf: Bound<'py, PyTensor>, other: &Bound<'_, PyAny>, op: Binary) -> PyResult<Bound<'py, PyTensor>> {
     let t = &slf.get().inner;
+    // A Python scalar takes the scalar path: one pass over the memory when nothing is recorded.
+    if let Some(s) = super::convert::scalar(other) {
+        match op {
+            Binary::Add => return Ok(t.add_scalar_(s).map(|_| slf)?),
+            Binary::Sub => return Ok(t.sub_scalar_(s).map(|_| slf)?),
+            Binary::Mul => return Ok(t.mul_scalar_(s).map(|_| slf)?),
+            Binary::Div => return Ok(t.div_scalar_(s).map(|_| slf)?),
+            Binary::Pow => {}
+        }
+    }
     let o = tensor_arg(other, Some(t.dtype()))?;
     match op {
         Binary::Add => t.add_(&o)?,
@@ -407,8 +417,10 @@ impl PyTensor {
         Ok(slf)
     }
     fn fill_<'py>(slf: Bound<'py, Self>, value: &Bound<'_, PyAny>) -> PyResult<Bound<'py, Self>> {
-        let v = tensor_arg(value, Some(slf.get().inner.dtype()))?;
-        slf.get().inner.copy_(&v)?;
+        match super::convert::scalar(value) {
+            Some(s) => slf.get().inner.fill_(s)?,
+            None => slf.get().inner.copy_(&tensor_arg(value, Some(slf.get().inner.dtype()))?)?,
+        }
         Ok(slf)
     }
     #[pyo3(signature = (min=None, max=None))]
