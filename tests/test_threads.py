@@ -261,3 +261,74 @@ def test_grad_mode_is_per_thread():
     }
     np.testing.assert_array_equal(w.grad.numpy(), 2 * np.array([1.0, 2.0]))
     assert tg.is_grad_enabled()
+
+
+RACE_THREADS = 4
+RACE_STEPS = 60
+RACE_SIZE = 50_000
+
+
+def _backward_all_at_once(losses_for_thread, **backward_kwargs):
+    """Builds each thread's losses first, then releases all threads into backward together, so the
+    accumulations into the shared tensor overlap as much as possible."""
+    go = threading.Barrier(RACE_THREADS, timeout=TIMEOUT)
+
+    def worker(i):
+        losses = losses_for_thread(i)
+        go.wait()
+        for loss in losses:
+            loss.backward(**backward_kwargs)
+
+    assert _run_threads(worker, RACE_THREADS) == []
+
+
+def test_concurrent_create_graph_accumulation_loses_no_update():
+    # With create_graph=True the gradient is accumulated out of place (old + g, then stored): that
+    # read-add-store must be one step, or a thread's store overwrites another's sum.
+    w = tg.zeros(RACE_SIZE, dtype=tg.float64, requires_grad=True)
+    _backward_all_at_once(lambda i: [(w * float(i + 1)).sum() for _ in range(RACE_STEPS)], create_graph=True)
+    want = RACE_STEPS * sum(range(1, RACE_THREADS + 1))
+    got = w.grad.detach().numpy()
+    assert (got == want).all(), f"w.grad is {got[:3]}..., expected {want} everywhere (lost updates)"
+
+
+def test_concurrent_retain_grad_accumulation_loses_no_update():
+    # A shared non-leaf that retains its gradient, reached by every thread's backward.
+    w = tg.zeros(RACE_SIZE, dtype=tg.float64, requires_grad=True)
+    h = w * 1.0
+    h.retain_grad()
+    _backward_all_at_once(lambda i: [(h * float(i + 1)).sum() for _ in range(RACE_STEPS)], retain_graph=True)
+    want = RACE_STEPS * sum(range(1, RACE_THREADS + 1))
+    assert (w.grad.numpy() == want).all()
+    got = h.grad.numpy()
+    assert (got == want).all(), f"h.grad is {got[:3]}..., expected {want} everywhere (lost updates)"
+
+
+def test_concurrent_first_accumulation_into_an_empty_grad_loses_no_update():
+    # Many rounds that each start from grad=None: every thread may find no gradient yet and store its
+    # own; all but one would be lost if finding and storing were two steps.
+    w = tg.zeros(RACE_SIZE, dtype=tg.float64, requires_grad=True)
+    rounds = 60
+    start = threading.Barrier(RACE_THREADS + 1, timeout=TIMEOUT)
+    done = threading.Barrier(RACE_THREADS + 1, timeout=TIMEOUT)
+    bad_rounds = []
+
+    def worker(i):
+        for _ in range(rounds):
+            loss = (w * float(i + 1)).sum()
+            start.wait()
+            loss.backward()
+            done.wait()
+
+    def coordinator(_):
+        want = sum(range(1, RACE_THREADS + 1))
+        for r in range(rounds):
+            w.grad = None
+            start.wait()
+            done.wait()
+            if not (w.grad.numpy() == want).all():
+                bad_rounds.append(r)
+
+    errors = _run_threads(lambda i: coordinator(i) if i == RACE_THREADS else worker(i), RACE_THREADS + 1)
+    assert errors == []
+    assert bad_rounds == [], f"gradients lost in rounds {bad_rounds}"

@@ -397,9 +397,26 @@ fn validate(node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor
         .collect()
 }
 
+// NOTE [Concurrent accumulation]: backward passes on several threads may end in the same tensor's
+// `.grad` (shared leaves, a shared non-leaf that retains its gradient). Reading `.grad`, adding and
+// storing the sum must then be one step, or one thread's store overwrites another's sum and a
+// gradient is silently lost. A small table of locks keyed by the tensor's address makes it one step
+// without a lock in every tensor. Nothing that runs under such a lock takes another one of them, so
+// they never nest.
+const ACCUMULATION_LOCKS: usize = 64;
+static ACCUMULATION: [parking_lot::Mutex<()>; ACCUMULATION_LOCKS] =
+    [const { parking_lot::Mutex::new(()) }; ACCUMULATION_LOCKS];
+
+/// Holds off other accumulations into `t.grad` (see NOTE [Concurrent accumulation]).
+pub(crate) fn lock_grad_accumulation(t: &Tensor) -> parking_lot::MutexGuard<'static, ()> {
+    let addr = Arc::as_ptr(&t.0) as usize;
+    ACCUMULATION[(addr / std::mem::align_of::<crate::tensor::TensorImpl>()) % ACCUMULATION_LOCKS].lock()
+}
+
 /// Adds `g` into `t.grad`: the first gradient is stored as is when nothing else holds it (else
 /// copied); later ones are added in place, or out of place when recording a graph.
 pub(crate) fn accumulate_into(t: &Tensor, g: Tensor) -> Result<()> {
+    let _one_at_a_time = lock_grad_accumulation(t);
     let recording = super::grad_mode::is_grad_enabled();
     let old = t.grad();
     let new = match old {

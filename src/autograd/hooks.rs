@@ -128,6 +128,7 @@ pub(crate) fn run_pre_hooks(node: &Node, mut grads: Vec<Option<Tensor>>) -> Resu
         if let (PreHook::Retain(w), Some(Some(g))) = (h, grads.get(*nr)) {
             if let Some(imp) = w.upgrade() {
                 let t = Tensor(imp);
+                let _one_at_a_time = super::engine::lock_grad_accumulation(&t);
                 let new = match t.grad() {
                     None => g.detach().clone_data()?,
                     Some(old) => old.add(&g.detach())?,

@@ -269,6 +269,7 @@ impl Backward for AccumulateGrad {
 /// The edge along which a gradient for `t` travels: its `grad_fn`, or its leaf accumulator (made on
 /// first use), or none when it needs no gradient.
 pub fn gradient_edge(t: &Tensor) -> Option<Edge> {
+    t.refresh_view_history();
     let mut m = t.0.meta.lock();
     if let Some(f) = &m.grad_fn {
         return Some(Edge { node: f.clone(), input_nr: m.output_nr });

@@ -36,7 +36,10 @@ impl Region {
     fn relayout(&self, src: &Tensor, from: &Layout, to: &Layout, clear: Option<&Layout>) -> Result<Tensor> {
         let scratch = Tensor::zeros(&[self.storage_len], src.dtype())?;
         let at = |l: &Layout| Tensor::from_parts(scratch.storage().clone(), l.clone(), src.dtype(), None);
-        super::kernel::write_into(&at(from), &src.detach())?;
+        // An expanded layout names one memory location several times; writing through it is the
+        // adjoint of reading through it, so the values that land on one location are summed.
+        let (src, from) = sum_repeats(&src.detach(), from)?;
+        super::kernel::write_into(&at(&from), &src)?;
         if let Some(c) = clear {
             let target = at(c);
             super::kernel::write_into(&target, &Tensor::zeros(&c.shape, src.dtype())?)?;
@@ -64,6 +67,21 @@ impl Region {
         record_if(g_base, &out, "MaskedFillBackward", || Box::new(RegionClear(self.clone())));
         Ok(out)
     }
+}
+
+/// `src` summed over the dimensions that `layout` repeats (stride 0), and the layout with those
+/// dimensions reduced to one element, so that each memory location is written once.
+fn sum_repeats(src: &Tensor, layout: &Layout) -> Result<(Tensor, Layout)> {
+    let repeated: Vec<isize> =
+        (0..layout.ndim()).filter(|&d| layout.strides[d] == 0 && layout.shape[d] > 1).map(|d| d as isize).collect();
+    if repeated.is_empty() {
+        return Ok((src.clone(), layout.clone()));
+    }
+    let mut once = layout.clone();
+    for &d in &repeated {
+        once.shape[d as usize] = 1;
+    }
+    Ok((src.sum(Some(&repeated), true)?, once))
 }
 
 fn record_if(input: &Tensor, out: &Tensor, name: &'static str, formula: impl FnOnce() -> Box<dyn Backward>) {
@@ -112,22 +130,25 @@ impl Backward for CopySlices {
     }
 }
 
-/// Gives `base` and `view` their history after `new_value` was written through `view`.
-pub(crate) fn rebase_view(base: &Tensor, view: &Tensor, new_value: &Tensor) {
-    let region = Region::of(base, view);
-    let node = record_node(
-        std::borrow::Cow::Borrowed("CopySlices"),
-        &[base, new_value],
-        &[base],
-        Box::new(CopySlices(region.clone())),
-        vec![],
-    );
-    let _ = node;
+/// Gives a stale view the history of a read of its region of `base` (NOTE [Stale views]).
+pub(crate) fn regenerate_view_history(base: &Tensor, view: &Tensor) {
     record_node(
         std::borrow::Cow::Borrowed("AsStridedBackward"),
         &[base],
         &[view],
-        Box::new(RegionWrite(region)),
+        Box::new(RegionWrite(Region::of(base, view))),
         vec![],
     );
+}
+
+/// Gives `base` and `view` their history after `new_value` was written through `view`.
+pub(crate) fn rebase_view(base: &Tensor, view: &Tensor, new_value: &Tensor) {
+    record_node(
+        std::borrow::Cow::Borrowed("CopySlices"),
+        &[base, new_value],
+        &[base],
+        Box::new(CopySlices(Region::of(base, view))),
+        vec![],
+    );
+    regenerate_view_history(base, view);
 }

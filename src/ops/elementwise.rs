@@ -3,7 +3,6 @@
 //! they are themselves recorded under `create_graph`.
 
 use ndarray::{IxDyn, Zip};
-use num_traits::{One, Zero};
 
 use super::kernel::{map, map_cost, zip, zip_cost, Cost};
 use crate::autograd::node::{Backward, Node};
@@ -76,7 +75,7 @@ impl Unary {
             Unary::Cos => map_cost(t, Cost::Heavy, |x: T| x.cos()),
             Unary::Tanh => map_cost(t, Cost::Heavy, |x: T| x.tanh()),
             Unary::Sigmoid => map_cost(t, Cost::Heavy, move |x: T| one / (one + (-x).exp())),
-            Unary::Relu => map(t, move |x: T| if x > zero { x } else { zero }),
+            Unary::Relu => map(t, move |x: T| if x <= zero { zero } else { x }), // NaN stays NaN
             Unary::Abs => map(t, |x: T| x.abs()),
             Unary::Sign => map(t, move |x: T| {
                 if x > zero {
@@ -129,7 +128,11 @@ impl Backward for UnaryBackward {
                 let y = s();
                 g.mul(&y.mul(&y.rsub_scalar(1.0)?)?)?
             }
-            Unary::Relu => g.mul(&s().detach().gt_scalar(0.0)?.to_dtype(g.dtype())?)?,
+            // A select, not a product: a non-finite gradient where the output is 0 must give 0, as in PyTorch.
+            Unary::Relu => {
+                let zero = Tensor::scalar_tensor(Scalar::Float(0.0), g.dtype())?;
+                Tensor::where_(&s().detach().compare_scalar(0.0, Cmp::Le)?, &zero, &g)?
+            }
             Unary::Abs => g.mul(&s().detach().sign()?)?,
             Unary::Sign => g.mul_scalar(0.0)?,
         };
@@ -164,8 +167,8 @@ impl Binary {
     }
 
     /// The dtype both operands are computed in.
-    fn compute_dtype(self, a: DType, b: DType) -> DType {
-        let d = a.promote(b);
+    fn compute_dtype(self, a: &Tensor, b: &Tensor) -> DType {
+        let d = DType::promote_operands(a.dtype(), a.ndim(), b.dtype(), b.ndim());
         match (self, d) {
             (Binary::Div, DType::Int64 | DType::Bool) => DType::Float32,
             (_, DType::Bool) => DType::Int64,
@@ -396,12 +399,15 @@ impl Backward for ClampBackward {
             return Ok(vec![None]);
         };
         let x = node.unpack_saved()?[0].detach();
-        let (lo, hi) = (self.min.unwrap_or(f64::NEG_INFINITY), self.max.unwrap_or(f64::INFINITY));
-        let mask = dispatch_float!(x.dtype(), "clamp", T => map(&x, move |v: T| {
+        // Strictly inside, as in PyTorch: a value sitting on a bound gets no gradient.
+        let (lo, hi) = (self.min, self.max);
+        let inside = dispatch_float!(x.dtype(), "clamp", T => map(&x, move |v: T| {
             let v = v.to_f64();
-            if v >= lo && v <= hi { T::one() } else { T::zero() }
+            lo.is_none_or(|lo| v > lo) && hi.is_none_or(|hi| v < hi)
         })?);
-        Ok(vec![Some(g.mul(&mask)?)])
+        // A select, not a product, so that an infinite gradient outside the range gives 0.
+        let zero = Tensor::scalar_tensor(Scalar::Float(0.0), g.dtype())?;
+        Ok(vec![Some(Tensor::where_(&inside, &g, &zero)?)])
     }
 }
 
@@ -502,7 +508,7 @@ impl Tensor {
 
     /// Two-tensor arithmetic with broadcasting and dtype promotion.
     pub fn binary(&self, other: &Tensor, op: Binary) -> Result<Tensor> {
-        let dt = op.compute_dtype(self.dtype(), other.dtype());
+        let dt = op.compute_dtype(self, other);
         let a = self.to_dtype(dt)?;
         let b = other.to_dtype(dt)?;
         let out = op.kernel(&a, &b)?;
@@ -590,7 +596,7 @@ impl Tensor {
 
     /// Element-wise comparison with broadcasting, giving a bool tensor.
     pub fn compare(&self, other: &Tensor, op: Cmp) -> Result<Tensor> {
-        let dt = self.dtype().promote(other.dtype());
+        let dt = DType::promote_operands(self.dtype(), self.ndim(), other.dtype(), other.ndim());
         let a = self.detach().to_dtype(dt)?;
         let b = other.detach().to_dtype(dt)?;
         dispatch_all!(dt, T => zip(&a, &b, move |x: T, y: T| op.test(x, y)))
@@ -685,7 +691,7 @@ impl Tensor {
 
     /// `cond ? a : b`, element-wise with broadcasting.
     pub fn where_(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        let dt = a.dtype().promote(b.dtype());
+        let dt = DType::promote_operands(a.dtype(), a.ndim(), b.dtype(), b.ndim());
         let (a, b) = (a.to_dtype(dt)?, b.to_dtype(dt)?);
         let c = cond.to_bool()?;
         let shape = broadcast_shapes(&broadcast_shapes(c.shape(), a.shape())?, b.shape())?;

@@ -177,7 +177,8 @@ impl Tensor {
         {
             let mut guard = self.storage().write();
             let slice = T::slice_mut(&mut guard).ok_or_else(|| Error::dtype("in-place: dtype mismatch"))?;
-            let (start, n) = (self.layout().offset, self.numel());
+            let n = self.numel();
+            let start = if n == 0 { 0 } else { self.layout().offset };
             let dst = slice
                 .get_mut(start..start + n)
                 .ok_or_else(|| Error::index("tensor layout reaches past the end of its storage"))?;

@@ -5,6 +5,7 @@ use ndarray::{ArrayD, ArrayViewMutD, IxDyn, ShapeBuilder, Zip};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::tensor::create::check_alloc;
 use crate::tensor::element::Element;
 use crate::tensor::layout::broadcast_shapes;
 use crate::tensor::Tensor;
@@ -108,6 +109,7 @@ pub(crate) fn map_cost<T: Element, U: Element>(
     cost: Cost,
     f: impl Fn(T) -> U + Sync + Send,
 ) -> Result<Tensor> {
+    check_alloc(t.shape(), U::DTYPE)?;
     if t.layout().is_contiguous() {
         let data = t.with_contiguous(|s: &[T]| collect_map(s, cost, &f))?;
         return Tensor::from_vec(data, t.shape());
@@ -136,6 +138,7 @@ pub(crate) fn zip_cost<T: Element, U: Element>(
         return Tensor::from_vec(data, a.shape());
     }
     let shape = broadcast_shapes(a.shape(), b.shape())?;
+    check_alloc(&shape, U::DTYPE)?;
     a.with_view(|va| {
         b.with_view(|vb| {
             let va = va.broadcast(IxDyn(&shape)).ok_or_else(|| Error::shape("broadcast failed"))?;
@@ -175,7 +178,7 @@ pub(crate) fn with_dst_src<T: Element>(dst: &Tensor, src: &Tensor, f: impl FnOnc
         wg = sd.write();
     }
     let n = dst.numel();
-    let (d0, s0) = (dst.layout().offset, src.layout().offset);
+    let (d0, s0) = if n == 0 { (0, 0) } else { (dst.layout().offset, src.layout().offset) };
     let d = T::slice_mut(&mut wg).and_then(|s| s.get_mut(d0..d0 + n));
     let s = T::slice(&rg).and_then(|s| s.get(s0..s0 + n));
     match (d, s) {
@@ -189,6 +192,7 @@ pub(crate) fn with_dst_src<T: Element>(dst: &Tensor, src: &Tensor, f: impl FnOnc
 
 /// The data of `src`, broadcast to `shape` and converted to `T`, as an owned array.
 pub(crate) fn materialize_as<T: Element>(src: &Tensor, shape: &[usize]) -> Result<ArrayD<T>> {
+    check_alloc(shape, T::DTYPE)?;
     crate::dispatch_all!(src.dtype(), S => src.with_view(|v: ndarray::ArrayViewD<S>| {
         let b = v.broadcast(IxDyn(shape)).ok_or_else(|| {
             Error::shape(format!(

@@ -72,6 +72,7 @@ impl Gemm for f64 {
 
 /// `out[b] = a[b] @ b[b]` over a batch (a 2-D operand is shared by every batch entry).
 fn gemm_batched<T: Gemm>(a: &Tensor, b: &Tensor, batch: usize, m: usize, k: usize, n: usize) -> Result<Tensor> {
+    crate::tensor::create::check_alloc(&[batch, m, n], T::DTYPE)?;
     let mut out = vec![T::zero(); batch * m * n];
     if m * n == 0 || k == 0 {
         return Tensor::from_vec(out, &out_shape(a.ndim(), batch, m, n));

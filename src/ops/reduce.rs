@@ -30,6 +30,10 @@ fn reduce_dims(dims: Option<&[isize]>, ndim: usize) -> Result<Vec<usize>> {
     if out.len() != n {
         return Err(Error::value("dim appears multiple times in the list of dims"));
     }
+    if ndim == 0 {
+        // A 0-dim tensor accepts dim 0 and -1, as in PyTorch; reducing over them changes nothing.
+        out.clear();
+    }
     Ok(out)
 }
 
@@ -53,6 +57,7 @@ fn reduced_shape(shape: &[usize], dims: &[usize], keepdim: bool) -> Vec<usize> {
 
 fn sum_kernel<T: Element + std::ops::Add<Output = T>>(t: &Tensor, dims: &[usize], keepdim: bool) -> Result<Tensor> {
     let out_shape = reduced_shape(t.shape(), dims, keepdim);
+    crate::tensor::create::check_alloc(t.shape(), T::DTYPE)?;
     t.with_view(|v: ArrayViewD<T>| {
         let mut acc: ArrayD<T> = v.to_owned();
         for &d in dims.iter().rev() {
@@ -242,6 +247,10 @@ impl Tensor {
     /// Largest values along `dim` and their indices (first occurrence).
     pub fn max_dim(&self, dim: isize, keepdim: bool) -> Result<(Tensor, Tensor)> {
         let d = wrap_dim(dim, self.ndim())?;
+        if self.ndim() == 0 {
+            // As in PyTorch: the value itself and index 0, both 0-dim, whatever `keepdim`.
+            return self.reshape(&[1])?.max_dim(0, false);
+        }
         if self.ndim() > 0 && self.shape()[d] == 0 {
             return Err(Error::index(format!("max(): cannot reduce over dimension {dim} of size 0")));
         }

@@ -104,13 +104,14 @@ impl Tensor {
         if target == self.shape() {
             return Ok(self.clone());
         }
-        match self.layout().view_as(&target) {
-            Some(layout) => {
-                let input = self.shape().to_vec();
-                Ok(self.view_with(layout, "ReshapeBackward", || ShapeBackward::Reshape(input)))
-            }
-            None => self.contiguous()?.reshape(shape),
+        let input = self.shape().to_vec();
+        if let Some(layout) = self.layout().view_as(&target) {
+            return Ok(self.view_with(layout, "ReshapeBackward", || ShapeBackward::Reshape(input)));
         }
+        let copy = self.contiguous()?;
+        let layout =
+            copy.layout().view_as(&target).ok_or_else(|| Error::shape("a contiguous copy cannot be viewed"))?;
+        Ok(copy.view_with(layout, "ReshapeBackward", || ShapeBackward::Reshape(input)))
     }
 
     /// Flattens dimensions `start..=end` into one.
@@ -294,6 +295,9 @@ impl Tensor {
     /// Joins tensors along an existing dimension.
     pub fn cat(tensors: &[Tensor], dim: isize) -> Result<Tensor> {
         let first = tensors.first().ok_or_else(|| Error::value("cat expects a non-empty list of tensors"))?;
+        if let Some(i) = tensors.iter().position(|t| t.ndim() == 0) {
+            return Err(Error::shape(format!("zero-dimensional tensor (at position {i}) cannot be concatenated")));
+        }
         let d = wrap_dim(dim, first.ndim())?;
         let dtype = tensors.iter().fold(first.dtype(), |acc, t| acc.promote(t.dtype()));
         let mut shape = first.shape().to_vec();

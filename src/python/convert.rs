@@ -204,6 +204,8 @@ pub(crate) fn tensor_from_numpy(arr: &Bound<'_, PyAny>) -> PyResult<Tensor> {
             if let Ok(a) = arr.cast::<PyArrayDyn<$t>>() {
                 let ro = a.try_readonly().map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
                 let view = ro.as_array();
+                // A broadcast NumPy array can be far larger than its memory (NOTE [Allocations that cannot succeed]).
+                crate::tensor::create::check_alloc(view.shape(), <$t as crate::tensor::element::Element>::DTYPE)?;
                 return Ok(Tensor::from_array(view.to_owned()));
             }
         };
@@ -235,13 +237,24 @@ pub(crate) fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) ->
     let t = if let Ok(t) = data.cast::<PyTensor>() {
         t.get().inner.clone_data()?
     } else if let Some(s) = scalar(data).filter(|_| !data.hasattr("shape").unwrap_or(false)) {
-        Tensor::scalar_tensor(s, s.natural_dtype())?
+        // Made directly in a requested float dtype: going through float32 first would round
+        // `tensor(1e-300, dtype=float64)` to 0.
+        let direct = dtype.filter(|d| d.is_float() || !s.natural_dtype().is_float());
+        Tensor::scalar_tensor(s, direct.unwrap_or(s.natural_dtype()))?
     } else {
         let np = py.import("numpy")?;
         let is_array = data.is_instance(&np.getattr("ndarray")?)?;
         let arr = np.call_method1("asarray", (data,))?;
         let kind: String = arr.getattr("dtype")?.getattr("kind")?.extract()?;
-        let arr = if !is_array && kind == "f" { arr.call_method1("astype", ("float32",))? } else { arr };
+        // Python floats default to float32, unless a dtype was asked for: then they are converted
+        // once, straight from float64 (so `tensor([1e-300], dtype=float64)` keeps its value).
+        let arr = match dtype {
+            Some(d) if !is_array && kind != "O" && kind != "U" && kind != "S" => {
+                arr.call_method1("astype", (d.name(),))?
+            }
+            None if !is_array && kind == "f" => arr.call_method1("astype", ("float32",))?,
+            _ => arr,
+        };
         if kind == "O" || kind == "U" || kind == "S" {
             return Err(PyTypeError::new_err(format!(
                 "tensor(): could not infer a dtype from an object of type {}: expected numbers, nested lists of numbers, or a NumPy array",

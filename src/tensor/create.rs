@@ -7,14 +7,30 @@ use super::Tensor;
 use crate::dispatch_all;
 use crate::error::{Error, Result};
 
-/// Refuses sizes whose allocation would abort the process instead of failing.
+// NOTE [Allocations that cannot succeed]: Rust aborts the whole process when an ordinary
+// allocation fails, so a size the system can never provide (`zeros(2**40, 2**20)`, or a huge
+// expanded view made contiguous) would kill the interpreter instead of raising `MemoryError`.
+// Every kernel that allocates an output therefore asks `check_alloc` first. From `PROBE_BYTES` on,
+// it tries the allocation for real and gives it back at once: untouched pages cost nothing, and a
+// refusal becomes an error. Below that size a failure is a genuine out-of-memory, as anywhere else.
+const PROBE_BYTES: usize = 1 << 26;
+
+/// Refuses sizes whose allocation would abort the process instead of failing; returns the number
+/// of elements. See NOTE [Allocations that cannot succeed].
 pub(crate) fn check_alloc(shape: &[usize], dtype: DType) -> Result<usize> {
     let n = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d)).ok_or_else(|| {
         Error::OutOfMemory(format!("a tensor of shape {shape:?} has more elements than can be addressed"))
     })?;
     let bytes = n.saturating_mul(dtype.size());
+    let refused = || Error::OutOfMemory(format!("cannot allocate a tensor of shape {shape:?} ({bytes} bytes)"));
     if bytes > (isize::MAX as usize) / 2 {
-        return Err(Error::OutOfMemory(format!("cannot allocate a tensor of shape {shape:?} ({bytes} bytes)")));
+        return Err(refused());
+    }
+    if bytes >= PROBE_BYTES {
+        let mut probe: Vec<u8> = Vec::new();
+        probe.try_reserve_exact(bytes).map_err(|_| refused())?;
+        // Keeps the optimizer from eliding the allocation (and assuming it succeeded).
+        std::hint::black_box(probe.as_ptr());
     }
     Ok(n)
 }

@@ -47,6 +47,33 @@ impl DType {
         self.max(other)
     }
 
+    /// The type two tensor operands of `ndim` dimensions are computed in, by PyTorch's rule: a
+    /// 0-dim tensor beside one with dimensions counts only when it is of a higher category
+    /// (bool < integer < float), so `float32[4] + float64[]` stays float32 while
+    /// `int64[4] + float64[]` is float64. Operands of the same kind promote as usual.
+    pub fn promote_operands(a: DType, a_ndim: usize, b: DType, b_ndim: usize) -> DType {
+        let lower_counts = |dimmed: DType, zero: DType| {
+            if zero.category() > dimmed.category() {
+                dimmed.promote(zero)
+            } else {
+                dimmed
+            }
+        };
+        match (a_ndim == 0, b_ndim == 0) {
+            (false, true) => lower_counts(a, b),
+            (true, false) => lower_counts(b, a),
+            _ => a.promote(b),
+        }
+    }
+
+    fn category(self) -> u8 {
+        match self {
+            DType::Bool => 0,
+            DType::Int64 => 1,
+            DType::Float32 | DType::Float64 => 2,
+        }
+    }
+
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {

@@ -99,6 +99,9 @@ impl Layout {
 
     /// Row-major and gap-free (size-1 dimensions may have any stride).
     pub fn is_contiguous(&self) -> bool {
+        if self.numel() == 0 {
+            return true; // nothing to lay out (PyTorch says the same)
+        }
         let mut expected = 1;
         for i in (0..self.shape.len()).rev() {
             if self.shape[i] != 1 {

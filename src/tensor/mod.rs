@@ -52,6 +52,8 @@ pub struct AutogradMeta {
     pub retains_grad: bool,
     /// Gradient hooks of a leaf (a non-leaf's hooks live on its `grad_fn`).
     pub(crate) hooks: Vec<(u64, crate::autograd::hooks::GradHook)>,
+    /// For a view with history: the storage version its `grad_fn` describes (NOTE [Stale views]).
+    pub(crate) view_version: Option<u64>,
 }
 
 impl std::fmt::Debug for Tensor {
@@ -209,7 +211,25 @@ impl Tensor {
 
     /// The node that produced this tensor.
     pub fn grad_fn(&self) -> Option<Arc<Node>> {
+        self.refresh_view_history();
         self.0.meta.lock().grad_fn.clone()
+    }
+
+    // NOTE [Stale views]: a view's `grad_fn` describes how it was computed from its base at the
+    // time it was made. An in-place write to the base (or to another view of it) changes the view's
+    // values without touching the view, so that history is then wrong: `d = b.t(); b.div_(2)`
+    // leaves `d` equal to `(b / 2).t()` while its grad_fn still says `b.t()`. As in PyTorch, a view
+    // remembers the version its history describes, and whoever reads its history first checks it:
+    // when the storage has moved on, the history is regenerated as a read of the view's region of
+    // the base's current history (AsStridedBackward). Views made without history (under `no_grad`,
+    // `detach()`) are left alone.
+    /// Regenerates a stale view's history (NOTE [Stale views]).
+    pub(crate) fn refresh_view_history(&self) {
+        let Some(base) = &self.0.base else { return };
+        let stale = matches!(self.0.meta.lock().view_version, Some(v) if v != self.version());
+        if stale && base.requires_grad() {
+            crate::ops::as_strided::regenerate_view_history(base, self);
+        }
     }
 
     /// Which output of `grad_fn` this tensor is.
@@ -232,6 +252,9 @@ impl Tensor {
         m.grad_fn = Some(grad_fn);
         m.output_nr = output_nr;
         m.requires_grad = true;
+        if self.0.base.is_some() {
+            m.view_version = Some(self.0.storage.version());
+        }
     }
 
     /// Same data, same storage and version counter, no history.
@@ -265,8 +288,9 @@ impl Tensor {
             let guard = self.0.storage.read();
             let slice = T::slice(&guard)
                 .ok_or_else(|| Error::dtype(format!("expected a {} tensor, got {}", T::DTYPE, self.0.dtype)))?;
-            let start = self.0.layout.offset;
             let n = self.numel();
+            // An empty view's offset may lie anywhere (even past the end); it reads nothing.
+            let start = if n == 0 { 0 } else { self.0.layout.offset };
             if start + n > slice.len() {
                 return Err(Error::index("tensor layout reaches past the end of its storage"));
             }
@@ -282,6 +306,7 @@ impl Tensor {
         if self.0.layout.is_contiguous() {
             return self.with_contiguous(|s: &[T]| s.to_vec());
         }
+        create::check_alloc(self.shape(), T::DTYPE)?;
         self.with_view(|v: ArrayViewD<T>| v.iter().copied().collect())
     }
 

@@ -34,7 +34,7 @@ impl Tensor {
     /// Standard normal samples.
     pub fn randn(shape: &[usize], dtype: DType) -> Result<Tensor> {
         float_only(dtype, "randn")?;
-        let n = check_alloc(shape, dtype)?;
+        let n = check_alloc(shape, DType::Float64)?; // sampled in f64 first
         let mut g = generator().lock();
         let v: Vec<f64> = (0..n).map(|_| g.sample::<f64, _>(StandardNormal)).collect();
         drop(g);
@@ -44,7 +44,7 @@ impl Tensor {
     /// Uniform samples in `[0, 1)`.
     pub fn rand(shape: &[usize], dtype: DType) -> Result<Tensor> {
         float_only(dtype, "rand")?;
-        let n = check_alloc(shape, dtype)?;
+        let n = check_alloc(shape, DType::Float64)?; // sampled in f64 first
         let mut g = generator().lock();
         let v: Vec<f64> = (0..n).map(|_| g.random::<f64>()).collect();
         drop(g);
