@@ -275,9 +275,15 @@ impl Tensor {
         }
         // SAFETY: the extent check above keeps every index in bounds; the view is read-only, so
         // stride-0 (broadcast) aliasing is allowed; the read guard outlives the view.
+        // An empty view gets ndarray's own (all-zero) strides: the layout's strides reach nothing,
+        // but with them `to_owned()` of the view trips ndarray's debug assertion that the strides
+        // fit the (empty) buffer (found by tests/op_gradients.rs: sum of a `[0, 3]` tensor panicked).
         let view = unsafe {
-            let ptr = if l.numel() == 0 { slice.as_ptr() } else { slice.as_ptr().add(l.offset) };
-            ArrayViewD::from_shape_ptr(IxDyn(&l.shape).strides(IxDyn(&l.strides)), ptr)
+            if l.numel() == 0 {
+                ArrayViewD::from_shape_ptr(IxDyn(&l.shape), slice.as_ptr())
+            } else {
+                ArrayViewD::from_shape_ptr(IxDyn(&l.shape).strides(IxDyn(&l.strides)), slice.as_ptr().add(l.offset))
+            }
         };
         Ok(f(view))
     }
