@@ -130,7 +130,7 @@ impl Backward for UnaryBackward {
             }
             // A select, not a product: a non-finite gradient where the output is 0 must give 0, as in PyTorch.
             Unary::Relu => {
-                let zero = Tensor::scalar_tensor(Scalar::Float(0.0), g.dtype())?;
+                let zero = zero_like(&g)?;
                 Tensor::where_(&s().detach().compare_scalar(0.0, Cmp::Le)?, &zero, &g)?
             }
             Unary::Abs => g.mul(&s().detach().sign()?)?,
@@ -406,9 +406,14 @@ impl Backward for ClampBackward {
             lo.is_none_or(|lo| v > lo) && hi.is_none_or(|hi| v < hi)
         })?);
         // A select, not a product, so that an infinite gradient outside the range gives 0.
-        let zero = Tensor::scalar_tensor(Scalar::Float(0.0), g.dtype())?;
+        let zero = zero_like(&g)?;
         Ok(vec![Some(Tensor::where_(&inside, &g, &zero)?)])
     }
+}
+
+/// A 0-dim zero of `g`'s dtype: the "no gradient" branch of the selects below.
+fn zero_like(g: &Tensor) -> Result<Tensor> {
+    Tensor::scalar_tensor(Scalar::Float(0.0), g.dtype())
 }
 
 struct WhereBackward;
@@ -419,7 +424,7 @@ impl Backward for WhereBackward {
             return Ok(vec![None, None]);
         };
         let cond = &node.unpack_saved()?[0];
-        let zero = Tensor::scalar_tensor(Scalar::Float(0.0), g.dtype())?;
+        let zero = zero_like(&g)?;
         let need = |i: usize| node.next_edges()[i].is_some();
         Ok(vec![
             if need(0) { Some(Tensor::where_(cond, &g, &zero)?) } else { None },
