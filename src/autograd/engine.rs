@@ -121,7 +121,14 @@ fn run(
                         fmt_shape(root.shape())
                     )));
                 }
-                g.clone()
+                // A seed of another dtype is cast to the root's, as PyTorch does: when the root is
+                // itself a leaf (or a captured input) no node's `validate` casts it, and a float64
+                // leaf's `.grad` became float32 (or bool) after `x.backward(tg.ones(...))`.
+                if g.dtype() != root.dtype() {
+                    g.to_dtype(root.dtype())?
+                } else {
+                    g.clone()
+                }
             }
             None => {
                 if root.numel() != 1 {

@@ -51,6 +51,10 @@ fn basic_layout(t: &Tensor, items: &[IndexItem]) -> Result<Layout> {
     }
     let mut layout = t.layout().clone();
     let mut dim = 0usize;
+    // The dimension of `t` that the next int or slice consumes, for messages: `dim` counts the
+    // dimensions of the result so far, so after an int it no longer names the user's dimension
+    // (`t[0, 7]` on a [2, 3] tensor said "dimension 0").
+    let mut src_dim = 0usize;
     for item in items {
         match item {
             IndexItem::Int(i) => {
@@ -58,10 +62,11 @@ fn basic_layout(t: &Tensor, items: &[IndexItem]) -> Result<Layout> {
                 let idx = if *i < 0 { *i + len as isize } else { *i };
                 if idx < 0 || idx as usize >= len {
                     return Err(Error::index(format!(
-                        "index {i} is out of bounds for dimension {dim} with size {len}"
+                        "index {i} is out of bounds for dimension {src_dim} with size {len}"
                     )));
                 }
                 layout = layout.select(dim, idx as usize);
+                src_dim += 1;
             }
             IndexItem::Slice { start, stop, step } => {
                 if *step <= 0 {
@@ -72,6 +77,7 @@ fn basic_layout(t: &Tensor, items: &[IndexItem]) -> Result<Layout> {
                 let e = clamp_bound(*stop, len, len);
                 layout = layout.slice(dim, s, e.max(s), *step as usize);
                 dim += 1;
+                src_dim += 1;
             }
             IndexItem::NewAxis => {
                 layout = layout.unsqueeze(dim);
@@ -86,6 +92,7 @@ fn basic_layout(t: &Tensor, items: &[IndexItem]) -> Result<Layout> {
                     .filter(|i| matches!(i, IndexItem::Int(_) | IndexItem::Slice { .. }))
                     .count();
                 dim = layout.ndim() - after;
+                src_dim = t.ndim() - after;
             }
             IndexItem::Mask(_) => return Err(Error::index("a boolean mask cannot be combined with other indices")),
         }

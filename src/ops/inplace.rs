@@ -30,6 +30,19 @@ impl Backward for Overwritten {
     }
 }
 
+/// `copy_` of a source that requires grad: the tensor's old value (input 0) gets a zero gradient and the
+/// source (input 1, already expanded and cast to the tensor's shape and dtype) the upstream gradient.
+struct CopiedIn;
+
+impl Backward for CopiedIn {
+    fn apply(&self, _node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        match grads.into_iter().next().flatten() {
+            Some(g) => Ok(vec![Some(Tensor::zeros(g.shape(), g.dtype())?), Some(g)]),
+            None => Ok(vec![None, None]),
+        }
+    }
+}
+
 /// `masked_fill_` -> `MaskedFill`.
 fn camel_case(op: &str) -> String {
     op.split('_').filter(|w| !w.is_empty()).map(|w| w[..1].to_uppercase() + &w[1..]).collect()
@@ -97,6 +110,14 @@ impl Tensor {
             match self.base() {
                 Some(base) => super::as_strided::rebase_view(base, self, &new),
                 None => match new.grad_fn() {
+                    // `copy_` replaces the value with one that does not depend on it: the old history
+                    // gets a zero gradient and the source the upstream one, as PyTorch's CopyBackwards.
+                    // (Was: a source with history became this tensor's history, so the old one got no
+                    // gradient at all, and a leaf source of the same shape and dtype, having no node,
+                    // silently got no gradient.)
+                    _ if op == "copy_" && new.requires_grad() => {
+                        record_node(Cow::Borrowed("CopyBackward"), &[&old, &new], &[self], Box::new(CopiedIn), vec![]);
+                    }
                     Some(f) => self.set_history(f, new.output_nr()),
                     // A value without history (a constant copied in, `fill_`, `zero_`) replaces what the
                     // tensor held: it still requires grad, and its old history gets a zero gradient.
@@ -117,12 +138,17 @@ impl Tensor {
             return self.apply_inplace(name, |s| s.binary(other, op));
         }
         self.check_inplace(name)?;
+        // When the shapes do not broadcast at all, the broadcast error names both of them (was: "doesn't
+        // match the broadcast shape []", naming only one).
         let other = other.expand(self.shape()).map_err(|_| {
-            Error::shape(format!(
-                "{name}: output with shape {} doesn't match the broadcast shape {}",
-                fmt_shape(self.shape()),
-                fmt_shape(&crate::tensor::layout::broadcast_shapes(self.shape(), other.shape()).unwrap_or_default())
-            ))
+            match crate::tensor::layout::broadcast_shapes(self.shape(), other.shape()) {
+                Ok(b) => Error::shape(format!(
+                    "{name}: output with shape {} doesn't match the broadcast shape {}",
+                    fmt_shape(self.shape()),
+                    fmt_shape(&b)
+                )),
+                Err(e) => e,
+            }
         })?;
         crate::dispatch_float!(self.dtype(), name, T => {
             let cost = if op == Binary::Pow { Cost::Heavy } else { Cost::Cheap };

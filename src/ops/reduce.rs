@@ -55,13 +55,15 @@ fn reduced_shape(shape: &[usize], dims: &[usize], keepdim: bool) -> Vec<usize> {
         .collect()
 }
 
-fn sum_kernel<T: Element + std::ops::Add<Output = T>>(t: &Tensor, dims: &[usize], keepdim: bool) -> Result<Tensor> {
+/// `add` is the element sum: wrapping for int64, as in PyTorch (a plain `+` panicked on overflow in debug
+/// builds; found by tests/no_panic.rs).
+fn sum_kernel<T: Element>(t: &Tensor, dims: &[usize], keepdim: bool, add: fn(T, T) -> T) -> Result<Tensor> {
     let out_shape = reduced_shape(t.shape(), dims, keepdim);
     crate::tensor::create::check_alloc(t.shape(), T::DTYPE)?;
     t.with_view(|v: ArrayViewD<T>| {
         let mut acc: ArrayD<T> = v.to_owned();
         for &d in dims.iter().rev() {
-            acc = acc.fold_axis(Axis(d), T::default(), |&a, &b| a + b);
+            acc = acc.fold_axis(Axis(d), T::default(), |&a, &b| add(a, b));
         }
         Tensor::from_vec(acc.iter().copied().collect(), &out_shape)
     })?
@@ -181,9 +183,9 @@ impl Tensor {
         let rd = reduce_dims(dims, self.ndim())?;
         let out = match self.dtype() {
             DType::Float32 if rd.len() == self.ndim() && !keepdim => sum_all_f32(self)?,
-            DType::Float32 => sum_kernel::<f32>(self, &rd, keepdim)?,
-            DType::Float64 => sum_kernel::<f64>(self, &rd, keepdim)?,
-            DType::Int64 => sum_kernel::<i64>(self, &rd, keepdim)?,
+            DType::Float32 => sum_kernel::<f32>(self, &rd, keepdim, |a, b| a + b)?,
+            DType::Float64 => sum_kernel::<f64>(self, &rd, keepdim, |a, b| a + b)?,
+            DType::Int64 => sum_kernel::<i64>(self, &rd, keepdim, i64::wrapping_add)?,
             DType::Bool => return self.to_dtype(DType::Int64)?.sum(dims, keepdim),
         };
         record("SumBackward", &[self], &[&out], || {
@@ -311,6 +313,10 @@ impl Tensor {
     /// `out[..., i, ...] = self[..., index[..., i, ...], ...]` along `dim`.
     pub fn gather(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
         let d = wrap_dim(dim, self.ndim())?;
+        if self.ndim() == 0 {
+            // `wrap_dim` accepts dim 0 of a 0-dim tensor, which has no size to index.
+            return Err(Error::index("gather(): cannot gather from a 0-dim tensor"));
+        }
         if index.dtype() != DType::Int64 || index.ndim() != self.ndim() {
             return Err(Error::value("gather(): index must be an int64 tensor with as many dims as the input"));
         }

@@ -246,6 +246,11 @@ impl Tensor {
 
     /// `len` elements from `start` along `dim` (a view).
     pub fn narrow(&self, dim: isize, start: usize, len: usize) -> Result<Tensor> {
+        // `wrap_dim` accepts dim 0 of a 0-dim tensor, which has no size to narrow (indexing
+        // `shape()[0]` panicked; found by tests/no_panic.rs).
+        if self.ndim() == 0 {
+            return Err(Error::index("narrow() cannot be applied to a 0-dim tensor."));
+        }
         let d = wrap_dim(dim, self.ndim())?;
         if start + len > self.shape()[d] {
             return Err(Error::index(format!(
