@@ -19,27 +19,29 @@ pub fn values(n: usize, seed: u64) -> Vec<f64> {
         .collect()
 }
 
+/// Fresh float64 tensors of `base` (the inputs' values, with the inputs' shapes), element `i` of input
+/// `which` moved by `delta`.
+fn perturbed(base: &[Vec<f64>], inputs: &[Tensor], which: usize, i: usize, delta: f64) -> Vec<Tensor> {
+    base.iter()
+        .zip(inputs)
+        .enumerate()
+        .map(|(k, (v, t))| {
+            let mut v = v.clone();
+            if k == which {
+                v[i] += delta;
+            }
+            Tensor::from_vec(v, t.shape()).unwrap()
+        })
+        .collect()
+}
+
 /// Central differences of `f(inputs).sum()` with respect to input `which`.
 pub fn numeric_grad(f: &dyn Fn(&[Tensor]) -> Tensor, inputs: &[Tensor], which: usize) -> Vec<f64> {
     let eps = 1e-6;
     let base: Vec<Vec<f64>> = inputs.iter().map(|t| t.to_vec::<f64>().unwrap()).collect();
     let mut out = Vec::new();
     for i in 0..base[which].len() {
-        let eval = |delta: f64| {
-            let ts: Vec<Tensor> = base
-                .iter()
-                .zip(inputs)
-                .enumerate()
-                .map(|(k, (v, t))| {
-                    let mut v = v.clone();
-                    if k == which {
-                        v[i] += delta;
-                    }
-                    Tensor::from_vec(v, t.shape()).unwrap()
-                })
-                .collect();
-            f(&ts).sum(None, false).unwrap().item().unwrap()
-        };
+        let eval = |delta: f64| f(&perturbed(&base, inputs, which, i, delta)).sum(None, false).unwrap().item().unwrap();
         out.push((eval(eps) - eval(-eps)) / (2.0 * eps));
     }
     out
@@ -122,19 +124,7 @@ pub fn check_fd_with(name: &str, fd: Fd, f: impl Fn(&[Tensor]) -> tapegrad::Resu
     let base: Vec<Vec<f64>> = inputs.iter().map(|t| t.to_vec::<f64>().unwrap()).collect();
     let eval = |which: usize, i: usize, delta: f64| -> f64 {
         let _off = tapegrad::GradModeGuard::no_grad();
-        let ts: Vec<Tensor> = base
-            .iter()
-            .zip(inputs)
-            .enumerate()
-            .map(|(k, (v, t))| {
-                let mut v = v.clone();
-                if k == which {
-                    v[i] += delta;
-                }
-                Tensor::from_vec(v, t.shape()).unwrap()
-            })
-            .collect();
-        weighted_loss(&f(&ts).unwrap()).unwrap().item().unwrap()
+        weighted_loss(&f(&perturbed(&base, inputs, which, i, delta)).unwrap()).unwrap().item().unwrap()
     };
     for (k, t) in inputs.iter().enumerate() {
         let analytic = match t.grad() {
