@@ -33,7 +33,7 @@ from hypothesis.extra import numpy as hnp
 
 import tapegrad as tg
 
-EXAMPLES = 10
+EXAMPLES = 25
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 EPS = 1e-6  # central differences of the first gradient
 H2 = 1e-4  # second mixed difference of the function
@@ -485,3 +485,371 @@ def test_second_derivatives(op, data):
 
     second_diff = (L_at(1, 1) - L_at(1, -1) - L_at(-1, 1) + L_at(-1, -1)) / (4 * H2 * H2)
     np.testing.assert_allclose(bilinear, second_diff, rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# third (and fourth) derivatives of element-wise operations
+# ---------------------------------------------------------------------------------------------------------
+
+
+def sigmoid_np(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _sig3(x):
+    s = sigmoid_np(x)
+    return s * (1 - s) * (1 - 6 * s + 6 * s * s)
+
+
+# name -> (f, domain, NumPy third derivative)
+THIRD = {
+    "sin": (lambda x: x.sin(), REAL, lambda x: -np.cos(x)),
+    "cos": (lambda x: x.cos(), REAL, np.sin),
+    "exp": (lambda x: x.exp(), REAL, np.exp),
+    "log": (lambda x: x.log(), POS, lambda x: 2.0 / x**3),
+    "sqrt": (lambda x: x.sqrt(), POS, lambda x: 0.375 * x**-2.5),
+    "tanh": (lambda x: x.tanh(), REAL, lambda x: (1 - np.tanh(x) ** 2) * (6 * np.tanh(x) ** 2 - 2)),
+    "sigmoid": (lambda x: x.sigmoid(), st.floats(-6.0, 6.0), _sig3),
+    "pow/cube": (lambda x: x**3, REAL, lambda x: np.full_like(x, 6.0)),
+    "pow/float": (lambda x: x**2.5, POS, lambda x: 2.5 * 1.5 * 0.5 * x**-0.5),
+    "pow/scalar_base": (lambda x: 1.7**x, REAL, lambda x: np.log(1.7) ** 3 * 1.7**x),
+    "div/reciprocal": (lambda x: 1.0 / x, AWAY0, lambda x: -6.0 / x**4),
+    "abs/cubed": (lambda x: x.abs() ** 3, AWAY0, lambda x: 6.0 * np.sign(x)),
+    "custom/tanh_saves_output": (lambda x: TanhSavesOutput.apply(x), REAL,
+                                 lambda x: (1 - np.tanh(x) ** 2) * (6 * np.tanh(x) ** 2 - 2)),
+}
+
+
+def nth_grads(f, x, n):
+    """[d^k/dx^k sum(f(x)) for k = 1..n] of an element-wise f (the k-th one keeps its graph if k < n)."""
+    out, gs = f(x), []
+    for k in range(n):
+        (g,) = tg.autograd.grad(out.sum(), x, create_graph=k < n - 1)
+        gs.append(g)
+        out = g
+    return gs
+
+
+@pytest.mark.parametrize("name", list(THIRD))
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(data=st.data())
+def test_third_derivative(name, data):
+    f, domain, third = THIRD[name]
+    x_np = arr(data, data.draw(SHAPES, label="shape"), domain)
+    inp = draw_layout(data, x_np, ("contig", "t", "step"))
+    x = inp.leaf()
+    g1, g2, g3 = nth_grads(f, x, 3)
+    assert g1.requires_grad and g2.requires_grad and g1.grad_fn is not None and g2.grad_fn is not None
+    assert g3.shape == x.shape and not g3.requires_grad and g3.grad_fn is None
+    np.testing.assert_allclose(g3.numpy(), third(x_np), rtol=1e-9, atol=1e-9)
+
+    # the same against central differences of tapegrad's second derivative (element-wise: a diagonal)
+    def second(a):
+        return nth_grads(f, f64(a, requires_grad=True), 2)[1].numpy()
+
+    fd = (second(x_np + EPS) - second(x_np - EPS)) / (2 * EPS)
+    np.testing.assert_allclose(g3.numpy(), fd, rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(x_np=hnp.arrays(np.float64, SHAPES, elements=REAL))
+def test_fourth_derivative_of_sin_and_exp(x_np):
+    x = f64(x_np, requires_grad=True)
+    np.testing.assert_allclose(nth_grads(lambda t: t.sin(), x, 4)[3].numpy(), np.sin(x_np), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(nth_grads(lambda t: t.exp(), x, 4)[3].numpy(), np.exp(x_np), rtol=1e-9, atol=1e-9)
+    # x**3: the fourth derivative is 0 (the third is the constant 6, whatever graph it carries)
+    g3 = nth_grads(lambda t: t**3, x, 3)[2]
+    np.testing.assert_allclose(g3.detach().numpy(), np.full(x_np.shape, 6.0), rtol=1e-12)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(data=st.data())
+def test_mixed_third_derivative_with_broadcasting(data):
+    # f = x^2 y^3 sin(x y) summed over the broadcast shape; d3/(dy dx dx) of sum f against a closed form
+    sx, sy = data.draw(PAIRS, label="shapes").input_shapes
+    X, Y = arr(data, sx), arr(data, sy)
+    x, y = f64(X, requires_grad=True), f64(Y, requires_grad=True)
+    (gx,) = tg.autograd.grad((x**2 * y**3 * (x * y).sin()).sum(), x, create_graph=True)
+    (gxx,) = tg.autograd.grad(gx.sum(), x, create_graph=True)
+    (gxxy,) = tg.autograd.grad(gxx.sum(), y)
+    # d2/dx2 [x^2 y^3 sin(xy)] = y^3 [2 sin(xy) + 4 x y cos(xy) - x^2 y^2 sin(xy)]; then d/dy
+    Xb, Yb = np.broadcast_arrays(X, Y)
+    s, c = np.sin(Xb * Yb), np.cos(Xb * Yb)
+    d = (3 * Yb**2 * (2 * s + 4 * Xb * Yb * c - Xb**2 * Yb**2 * s)
+         + Yb**3 * (2 * Xb * c + 4 * Xb * c - 4 * Xb**2 * Yb * s - 2 * Xb**2 * Yb * s - Xb**3 * Yb**2 * c))
+    # sum over the broadcast dimensions of y
+    expected = d.sum(axis=tuple(range(d.ndim - Y.ndim))) if d.ndim > Y.ndim else d
+    expected = expected.sum(axis=tuple(i for i, n in enumerate(Y.shape) if n == 1 and expected.shape[i] != 1),
+                            keepdims=True).reshape(Y.shape)
+    assert gxxy.shape == y.shape
+    np.testing.assert_allclose(gxxy.numpy(), expected, rtol=1e-9, atol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Hessian-vector products of a small MLP loss, through .backward(create_graph=True)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def relu_mlp_loss(w1, b1, w2, b2, X, labels):
+    """Two layers, relu, log-softmax cross-entropy (max subtracted as a constant)."""
+    logits = (X @ w1.t() + b1).relu() @ w2.t() + b2
+    shifted = logits - logits.max(1, keepdim=True)[0].detach()
+    logp = shifted - shifted.exp().sum(1, keepdim=True).log()
+    picked = logp[tg.tensor(np.eye(logits.shape[1], dtype=bool)[labels])]
+    return -picked.mean()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mlp_hessian_vector_product_via_backward(seed):
+    rng = np.random.default_rng(seed)
+    n, d, h, o = 5, 3, 4, 3
+    X = rng.standard_normal((n, d))
+    labels = rng.integers(0, o, n)
+    P = [rng.standard_normal(s) for s in ((h, d), (h,), (o, h), (o,))]
+    # relu's kink must stay further than the difference step from every pre-activation
+    assert np.abs(X @ P[0].T + P[1]).min() > 1e-3
+    V = [rng.standard_normal(p.shape) for p in P]
+
+    params = [f64(p, requires_grad=True) for p in P]
+    loss = relu_mlp_loss(*params, f64(X), labels)
+    loss.backward(create_graph=True)
+    grads = [p.grad for p in params]
+    assert all(g.requires_grad and g.grad_fn is not None for g in grads)
+    hv = tg.autograd.grad(sum((g * f64(v)).sum() for g, v in zip(grads, V)), params, allow_unused=True)
+    hv = [zeros_if_none(t, p) for t, p in zip(hv, P)]
+
+    def grad_at(arrays):
+        ts = [f64(a, requires_grad=True) for a in arrays]
+        return [g.numpy() for g in tg.autograd.grad(relu_mlp_loss(*ts, f64(X), labels), ts)]
+
+    # finite differences of the gradient along V: (grad(P + eps V) - grad(P - eps V)) / 2 eps
+    gp = grad_at([p + EPS * v for p, v in zip(P, V)])
+    gm = grad_at([p - EPS * v for p, v in zip(P, V)])
+    for k in range(len(P)):
+        np.testing.assert_allclose(hv[k], (gp[k] - gm[k]) / (2 * EPS), rtol=1e-5, atol=1e-7, err_msg=f"param {k}")
+    # the second-layer bias enters linearly and through softmax: its Hessian block is not 0
+    assert np.abs(hv[3]).max() > 1e-6
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(data=st.data())
+def test_backward_create_graph_accumulates_differentiable_gradients(data):
+    # two create_graph backwards into the same leaf: x.grad = g1 + g2 keeps both histories
+    X = arr(data, data.draw(SHAPES, label="shape"))
+    V = normal(data, X.shape, "V")
+    x = f64(X, requires_grad=True)
+    x.sin().sum().backward(create_graph=True)
+    (x * x * x).sum().backward(create_graph=True)
+    np.testing.assert_allclose(x.grad.detach().numpy(), np.cos(X) + 3 * X**2, rtol=1e-12)
+    (hv,) = tg.autograd.grad((x.grad * f64(V)).sum(), x)
+    np.testing.assert_allclose(hv.numpy(), (-np.sin(X) + 6 * X) * V, rtol=1e-12, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# custom functions (test_function.py covers the one-input Cube and a saved exp output)
+# ---------------------------------------------------------------------------------------------------------
+
+
+class Hypot(tg.Function):
+    """sqrt(x^2 + y^2) saving its inputs and its output; backward uses both (x / out, y / out)."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        out = (x * x + y * y).sqrt()
+        ctx.save_for_backward(x, y, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y, out = ctx.saved_tensors
+        return grad * x / out, grad * y / out
+
+
+def test_custom_function_saving_inputs_and_output_full_hessian():
+    X, Y = np.array([[0.5, -1.2], [2.0, 0.3]]), np.array([1.5, -0.7])  # y broadcasts over rows
+    x, y = f64(X, requires_grad=True), f64(Y, requires_grad=True)
+    gx, gy = tg.autograd.grad(Hypot.apply(x, y).sum(), (x, y), create_graph=True)
+    assert gx.grad_fn is not None and gy.grad_fn is not None
+    Xb, Yb = np.broadcast_arrays(X, Y)
+    r = np.hypot(Xb, Yb)
+    np.testing.assert_allclose(gy.detach().numpy(), (Yb / r).sum(0), rtol=1e-12)
+    hxx, hxy = tg.autograd.grad(gx.sum(), (x, y), retain_graph=True)
+    hyx, hyy = tg.autograd.grad(gy.sum(), (x, y))
+    # Hessian of r(x, y): [[y^2, -xy], [-xy, x^2]] / r^3, element-wise, summed over y's broadcast dimension
+    np.testing.assert_allclose(hxx.numpy(), Yb**2 / r**3, rtol=1e-12)
+    np.testing.assert_allclose(hxy.numpy(), (-Xb * Yb / r**3).sum(0), rtol=1e-12)
+    np.testing.assert_allclose(hyx.numpy(), -Xb * Yb / r**3, rtol=1e-12)
+    np.testing.assert_allclose(hyy.numpy(), (Xb**2 / r**3).sum(0), rtol=1e-12)
+
+
+def test_custom_function_used_twice_with_transposed_input():
+    # the same custom node class on a transposed leaf and on a product; gradient of the gradient norm
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((3, 2))
+    V = rng.standard_normal((2, 3))
+
+    def loss(t):
+        return (TanhSavesOutput.apply(t.t()) * TanhSavesOutput.apply(t.t() * 2.0)).sum()
+
+    a = tg.tensor(np.ascontiguousarray(A.T)).t().requires_grad_()  # (3, 2), not contiguous
+    (g,) = tg.autograd.grad(loss(a), a, create_graph=True)
+    (hv,) = tg.autograd.grad((g * f64(V.T)).sum(), a)
+
+    def g_at(M):
+        t = f64(M, requires_grad=True)
+        return tg.autograd.grad(loss(t), t)[0].numpy()
+
+    fd = (g_at(A + EPS * V.T) - g_at(A - EPS * V.T)) / (2 * EPS)
+    np.testing.assert_allclose(hv.numpy(), fd, rtol=1e-5, atol=1e-7)
+
+
+# --- once_differentiable --------------------------------------------------------------------------------
+
+
+class OnceMul(tg.Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return x * y
+
+    @staticmethod
+    @tg.once_differentiable
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        return grad * y, grad * x
+
+
+def _three_leaves():
+    return f64([1.0, 2.0], True), f64([3.0, -4.0], True), f64([0.5, 1.5], True)
+
+
+def test_once_differentiable_refuses_through_backward_create_graph():
+    x, y, _ = _three_leaves()
+    (OnceMul.apply(x, y) ** 2).sum().backward(create_graph=True)
+    # first derivatives are right: d/dx (xy)^2 = 2 x y^2
+    np.testing.assert_allclose(x.grad.detach().numpy(), [18.0, 64.0])
+    for wrt in (x, y):  # refused whichever input the second derivative is taken for
+        with pytest.raises(RuntimeError, match="once_differentiable") as e:
+            tg.autograd.grad(x.grad.sum(), wrt, retain_graph=True)
+        assert "OnceMul" in str(e.value)
+
+
+def test_once_differentiable_leaves_other_paths_differentiable():
+    x, y, z = _three_leaves()
+    loss = (OnceMul.apply(x, y) ** 2).sum() + (z**3).sum()
+    gx, gy, gz = tg.autograd.grad(loss, (x, y, z), create_graph=True)
+    # z's path does not pass through the once-differentiable backward
+    (hzz,) = tg.autograd.grad(gz.sum(), z, retain_graph=True)
+    np.testing.assert_allclose(hzz.numpy(), [3.0, 9.0])
+    with pytest.raises(RuntimeError, match="once_differentiable"):
+        tg.autograd.grad(gy.sum(), x, retain_graph=True)
+    # a gradient that only comes from the forward value (dL/dz' for L = OnceMul(x, y) * z') is fine
+    z2 = f64([2.0, 3.0], True)
+    (gz2,) = tg.autograd.grad((OnceMul.apply(x, y) * z2).sum(), z2, create_graph=True)
+    (hx,) = tg.autograd.grad(gz2.sum(), x)
+    np.testing.assert_allclose(hx.numpy(), [3.0, -4.0])
+
+
+def test_once_differentiable_in_the_factory_spelling():
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.exp()
+
+    @tg.once_differentiable
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        assert not tg.is_grad_enabled()
+        return grad * x.exp()
+
+    once_exp = tg.autograd_function(forward=forward, backward=backward, name="OnceExp")
+    x = f64([0.0, 1.0], True)
+    (g,) = tg.autograd.grad((once_exp(x) * x).sum(), x, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), np.exp([0.0, 1.0]) * [1.0, 2.0], rtol=1e-12)
+    with pytest.raises(RuntimeError, match="once_differentiable") as e:
+        g.sum().backward()
+    assert "OnceExp" in str(e.value)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the create_graph contract: history of the results, retain_graph's default
+# ---------------------------------------------------------------------------------------------------------
+
+NONLINEAR = {
+    "sin": (lambda x, y: x.sin() * y, [[0.3, -1.0], [2.0, 0.5]], [1.5, -0.5]),
+    "mul": (lambda x, y: x * y, [[0.3, -1.0]], [1.5, -0.5]),
+    "div": (lambda x, y: x / y, [[0.3, -1.0]], [[1.5], [-0.5]]),
+    "mm": (lambda x, y: x @ y, [[0.3, -1.0], [2.0, 0.5]], [[1.5, -0.5], [0.2, 0.1]]),
+    "custom": (lambda x, y: MulSin.apply(x, y), [[0.3, -1.0]], [1.5, -0.5]),
+}
+
+
+@pytest.mark.parametrize("name", list(NONLINEAR))
+def test_create_graph_controls_the_history_of_gradients(name):
+    f, X, Y = NONLINEAR[name]
+    x, y = f64(X, True), f64(Y, True)
+    gs = tg.autograd.grad(f(x, y).sum(), (x, y), create_graph=True)
+    for g in gs:
+        assert g.requires_grad and g.grad_fn is not None and not g.is_leaf
+    gs = tg.autograd.grad(f(x, y).sum(), (x, y))
+    for g in gs:
+        assert not g.requires_grad and g.grad_fn is None and g.is_leaf
+    f(x, y).sum().backward(create_graph=True)
+    assert x.grad.requires_grad and x.grad.grad_fn is not None and y.grad.grad_fn is not None
+    x.grad, y.grad = None, None
+    tg.autograd.backward(f(x, y).sum())
+    assert not x.grad.requires_grad and x.grad.grad_fn is None and not y.grad.requires_grad
+
+
+def test_create_graph_records_even_under_no_grad():
+    # as in PyTorch: create_graph=True turns recording on for the backward pass, whatever the caller's mode
+    X = np.array([0.5, 1.0])
+    x = f64(X, True)
+    y = x.sin().sum()
+    with tg.no_grad():
+        (g,) = tg.autograd.grad(y, x, create_graph=True)
+    assert g.requires_grad and g.grad_fn is not None
+    assert tg.is_grad_enabled()
+    (h,) = tg.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(h.numpy(), -np.sin(X), rtol=1e-12)
+
+
+SPELLINGS = {
+    "autograd.grad": lambda out, x, **kw: tg.autograd.grad(out, x, **kw),
+    "Tensor.backward": lambda out, x, **kw: out.backward(**kw),
+    "autograd.backward": lambda out, x, **kw: tg.autograd.backward(out, **kw),
+}
+
+
+@pytest.mark.parametrize("spelling", list(SPELLINGS))
+def test_retain_graph_defaults_to_create_graph(spelling):
+    run = SPELLINGS[spelling]
+    x = f64([0.5, -1.0], True)
+
+    out = (x.sin() * x).sum()
+    run(out, x, create_graph=True)
+    run(out, x)  # the graph was kept: a second pass works (and now frees it)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        run(out, x)
+
+    out = (x.sin() * x).sum()
+    run(out, x)  # create_graph=False: freed
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        run(out, x)
+
+    out = (x.sin() * x).sum()
+    run(out, x, create_graph=True, retain_graph=False)  # explicitly freed
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        run(out, x)
+
+
+def test_create_graph_with_retain_graph_false():
+    # as in PyTorch: the recorded backward of sin only needs the leaf, so it survives freeing the first graph;
+    # that of x sin x passes through the first graph's SinBackward again, whose saved input is gone
+    X = np.array([0.5, -1.0, 2.0])
+    x = f64(X, True)
+    (g,) = tg.autograd.grad(x.sin().sum(), x, create_graph=True, retain_graph=False)
+    (h,) = tg.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(h.numpy(), -np.sin(X), rtol=1e-12)
+    (g,) = tg.autograd.grad((x.sin() * x).sum(), x, create_graph=True, retain_graph=False)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        tg.autograd.grad(g.sum(), x)
