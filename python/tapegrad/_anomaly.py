@@ -22,9 +22,12 @@ class detect_anomaly:
 
     def __enter__(self):
         self._prev = _C._set_anomaly_enabled(True)
+        # check_nan=False keeps the recording but not the NaN check (the flag was ignored)
+        self._prev_nan = _C._set_anomaly_check_nan(self.check_nan)
         return self
 
     def __exit__(self, *exc):
+        _C._set_anomaly_check_nan(self._prev_nan)
         _C._set_anomaly_enabled(self._prev)
         return False
 

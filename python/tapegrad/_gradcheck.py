@@ -62,7 +62,8 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
             err = np.abs(analytic - numeric) - (atol + rtol * np.abs(numeric))
             if err.size and err.max() > 0:
                 k, j = np.unravel_index(np.argmax(err), err.shape)
-                cand = (err[k, j], i, oi, int(k), int(j), analytic[k, j], numeric[k, j])
+                # plain floats: NumPy 2 scalars print as np.float64(...) in the message
+                cand = (err[k, j], i, oi, int(k), int(j), float(analytic[k, j]), float(numeric[k, j]))
                 if worst is None or cand[0] > worst[0]:
                     worst = cand
     if worst is not None:

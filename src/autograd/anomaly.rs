@@ -20,6 +20,20 @@ pub fn set_enabled(flag: bool) -> bool {
     ENABLED.swap(flag, Ordering::Relaxed)
 }
 
+/// Whether anomaly mode also checks gradients for NaN (`detect_anomaly(check_nan=False)` turns
+/// only this off; the flag was ignored before, as it is not in PyTorch).
+static CHECK_NAN: AtomicBool = AtomicBool::new(true);
+
+/// Turns the NaN check of anomaly mode on or off; returns the previous value.
+pub fn set_check_nan(flag: bool) -> bool {
+    CHECK_NAN.swap(flag, Ordering::Relaxed)
+}
+
+/// Whether the engine checks gradients for NaN: anomaly mode is on with `check_nan`.
+pub fn checks_nan() -> bool {
+    is_enabled() && CHECK_NAN.load(Ordering::Relaxed)
+}
+
 /// Installs the function that tells where the user's code is (once per process).
 pub fn set_location_hook(hook: fn() -> Option<String>) {
     let _ = LOCATION_HOOK.set(hook);

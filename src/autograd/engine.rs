@@ -47,9 +47,15 @@ pub fn backward(
     match inputs {
         None => run(roots, grad_roots, retain_graph, create_graph, &[]).map(|_| ()),
         Some(inputs) => {
+            // A non-leaf input retains its gradient from now on, as in PyTorch; its retain hook
+            // stores the gradient during the run (adding it here too counted it twice when the
+            // tensor already retained its gradient).
+            for t in inputs.iter().filter(|t| t.grad_fn().is_some()) {
+                t.retain_grad()?;
+            }
             let grads = run(roots, grad_roots, retain_graph, create_graph, inputs)?;
             for (t, g) in inputs.iter().zip(grads) {
-                if let Some(g) = g {
+                if let (None, Some(g)) = (t.grad_fn(), g) {
                     accumulate_into(t, g)?;
                 }
             }
@@ -345,7 +351,7 @@ fn call_node(node: &Arc<Node>, grads: Vec<Option<Tensor>>, create_graph: bool) -
     }
     let out = node.apply(grads)?;
     let out = validate(node, out)?;
-    if anomaly::is_enabled() {
+    if anomaly::checks_nan() {
         for (i, g) in out.iter().enumerate() {
             if let Some(g) = g {
                 if g.dtype().is_float() && g.to_f64_vec()?.iter().any(|v| v.is_nan()) {

@@ -170,11 +170,13 @@ impl Node {
         }
     }
 
-    /// Visits the saved tensors without unpacking them (for drawing the graph).
+    /// Visits the saved tensors without unpacking them (for drawing the graph); None once released.
     pub fn with_saved<R>(&self, f: impl FnOnce(Option<&[SavedTensor]>) -> R) -> R {
         let slot = self.saved.lock();
         match &*slot {
             SavedSlot::Stored(saved) => f(Some(saved)),
+            // A node that saved nothing has nothing freed (to_dot drew "saved tensors freed" on it).
+            SavedSlot::Released { had: 0 } => f(Some(&[])),
             SavedSlot::Released { .. } => f(None),
         }
     }

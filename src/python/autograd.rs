@@ -130,6 +130,11 @@ fn _set_anomaly_enabled(flag: bool) -> bool {
 }
 
 #[pyfunction]
+fn _set_anomaly_check_nan(flag: bool) -> bool {
+    anomaly::set_check_nan(flag)
+}
+
+#[pyfunction]
 fn _is_anomaly_enabled() -> bool {
     anomaly::is_enabled()
 }
@@ -219,6 +224,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_set_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_set_anomaly_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_anomaly_check_nan, m)?)?;
     m.add_function(wrap_pyfunction!(_is_anomaly_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_run_backward, m)?)?;
     m.add_function(wrap_pyfunction!(_run_grad, m)?)?;
