@@ -166,25 +166,32 @@ impl Binary {
         }
     }
 
-    /// The dtype both operands are computed in.
-    fn compute_dtype(self, a: &Tensor, b: &Tensor) -> DType {
-        let d = DType::promote_operands(a.dtype(), a.ndim(), b.dtype(), b.ndim());
-        match (self, d) {
-            (Binary::Div, DType::Int64 | DType::Bool) => DType::Float32,
-            (_, DType::Bool) => DType::Int64,
-            _ => d,
+    /// The dtype both operands are computed in. Bools as in PyTorch (was: every bool result became
+    /// int64, and `-` of bools was allowed): `+` is or, `*` is and, `-` and `**` of bools are refused.
+    fn compute_dtype(self, a: &Tensor, b: &Tensor) -> Result<DType> {
+        if self == Binary::Sub && (a.dtype() == DType::Bool || b.dtype() == DType::Bool) {
+            return Err(bool_sub_error());
         }
+        let d = DType::promote_operands(a.dtype(), a.ndim(), b.dtype(), b.ndim());
+        Ok(match (self, d) {
+            (Binary::Div, DType::Int64 | DType::Bool) => DType::Float32,
+            (Binary::Pow, DType::Bool) => return Err(Error::dtype("\"pow\" not implemented for 'Bool'")),
+            _ => d,
+        })
     }
 
     fn kernel(self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         match a.dtype() {
+            DType::Bool => match self {
+                Binary::Add => zip(a, b, |x: bool, y: bool| x | y),
+                Binary::Mul => zip(a, b, |x: bool, y: bool| x & y),
+                _ => Err(Error::dtype(format!("{self:?} is not defined for bool tensors"))),
+            },
             DType::Int64 => match self {
                 Binary::Add => zip(a, b, |x: i64, y: i64| x.wrapping_add(y)),
                 Binary::Sub => zip(a, b, |x: i64, y: i64| x.wrapping_sub(y)),
                 Binary::Mul => zip(a, b, |x: i64, y: i64| x.wrapping_mul(y)),
-                Binary::Pow => {
-                    zip(a, b, |x: i64, y: i64| if y < 0 { 0 } else { x.wrapping_pow(y.min(u32::MAX as i64) as u32) })
-                }
+                Binary::Pow => zip(a, b, int_pow),
                 Binary::Div => Err(Error::dtype("integer division goes through float32")),
             },
             dt => dispatch_float!(dt, "arithmetic", T => self.float_kernel::<T>(a, b)),
@@ -243,6 +250,28 @@ impl Backward for BinaryBackward {
     }
 }
 
+/// `x ** y` on integers; a negative exponent truncates 1/x^|y| toward 0 as in PyTorch (was: always 0,
+/// also for x = 1 and x = -1).
+fn int_pow(x: i64, y: i64) -> i64 {
+    if y >= 0 {
+        x.wrapping_pow(y.min(u32::MAX as i64) as u32)
+    } else {
+        match x {
+            1 => 1,
+            -1 if y % 2 == 0 => 1,
+            -1 => -1,
+            _ => 0,
+        }
+    }
+}
+
+fn bool_sub_error() -> Error {
+    Error::dtype(
+        "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, \
+         use the `~` or `logical_not()` operator instead.",
+    )
+}
+
 /// Arithmetic with a Python-style scalar on one side.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ScalarOp {
@@ -276,20 +305,34 @@ impl ScalarOp {
         }
     }
 
-    fn compute_dtype(self, s: Scalar, t: DType) -> DType {
-        let d = s.result_dtype_with(t);
-        match (self, d) {
-            (ScalarOp::Div | ScalarOp::RDiv, DType::Int64 | DType::Bool) => DType::Float32,
-            (ScalarOp::Pow | ScalarOp::RPow, DType::Int64) if s.as_f64() < 0.0 || s.as_f64().fract() != 0.0 => {
-                DType::Float32
-            }
-            (_, DType::Bool) => DType::Int64,
-            _ => d,
+    /// As in PyTorch (was: bool results became int64, `-` of bools was allowed, and an integer power
+    /// with a negative exponent or base went to float32).
+    fn compute_dtype(self, s: Scalar, t: DType) -> Result<DType> {
+        if matches!(self, ScalarOp::Sub | ScalarOp::RSub) && (t == DType::Bool || matches!(s, Scalar::Bool(_))) {
+            return Err(bool_sub_error());
         }
+        let d = s.result_dtype_with(t);
+        Ok(match (self, d) {
+            (ScalarOp::Div | ScalarOp::RDiv, DType::Int64 | DType::Bool) => DType::Float32,
+            (ScalarOp::Pow, DType::Int64) if s.as_f64() < 0.0 => {
+                return Err(Error::dtype("Integers to negative integer powers are not allowed."))
+            }
+            (ScalarOp::RPow, DType::Bool) => return Err(Error::dtype("\"pow\" not implemented for 'Bool'")),
+            _ => d,
+        })
     }
 
     fn kernel(self, x: &Tensor, s: Scalar) -> Result<Tensor> {
         match x.dtype() {
+            DType::Bool => {
+                let v = s.as_f64() != 0.0;
+                match self {
+                    ScalarOp::Add => map(x, move |a: bool| a | v),
+                    ScalarOp::Mul => map(x, move |a: bool| a & v),
+                    ScalarOp::Pow => map(x, move |a: bool| a | !v),
+                    _ => Err(Error::dtype(format!("{self:?} is not defined for bool tensors"))),
+                }
+            }
             DType::Int64 => {
                 let v = s.as_f64() as i64;
                 match self {
@@ -298,7 +341,7 @@ impl ScalarOp {
                     ScalarOp::RSub => map(x, move |a: i64| v.wrapping_sub(a)),
                     ScalarOp::Mul => map(x, move |a: i64| a.wrapping_mul(v)),
                     ScalarOp::Pow => map(x, move |a: i64| a.wrapping_pow(v as u32)),
-                    ScalarOp::RPow => map(x, move |a: i64| if a < 0 { 0 } else { v.wrapping_pow(a as u32) }),
+                    ScalarOp::RPow => map(x, move |a: i64| int_pow(v, a)),
                     ScalarOp::Div | ScalarOp::RDiv => Err(Error::dtype("integer division goes through float32")),
                 }
             }
@@ -447,13 +490,17 @@ impl Tensor {
             return Ok(out);
         }
         if self.dtype() == DType::Bool {
-            return self
-                .to_dtype(if matches!(op, Unary::Neg | Unary::Abs | Unary::Sign | Unary::Relu) {
-                    DType::Int64
-                } else {
-                    DType::Float32
-                })?
-                .unary(op);
+            // As in PyTorch (was: computed in int64): -, abs and relu of bools are refused, sign stays bool.
+            return match op {
+                Unary::Neg => Err(Error::dtype(
+                    "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a \
+                     mask, use the `~` or `logical_not()` operator instead.",
+                )),
+                Unary::Abs => Err(Error::dtype("abs is not implemented for bool tensors")),
+                Unary::Relu => Err(Error::dtype("Boolean inputs not supported for relu")),
+                Unary::Sign => Ok(self.detach().clone_data()?),
+                _ => self.to_dtype(DType::Float32)?.unary(op),
+            };
         }
         let out = dispatch_float!(self.dtype(), op.node_name(), T => op.kernel::<T>(self)?);
         record(op.node_name(), &[self], &[&out], || {
@@ -513,7 +560,7 @@ impl Tensor {
 
     /// Two-tensor arithmetic with broadcasting and dtype promotion.
     pub fn binary(&self, other: &Tensor, op: Binary) -> Result<Tensor> {
-        let dt = op.compute_dtype(self, other);
+        let dt = op.compute_dtype(self, other)?;
         let a = self.to_dtype(dt)?;
         let b = other.to_dtype(dt)?;
         let out = op.kernel(&a, &b)?;
@@ -552,7 +599,7 @@ impl Tensor {
     /// Arithmetic with a scalar.
     pub fn scalar_op(&self, s: impl Into<Scalar>, op: ScalarOp) -> Result<Tensor> {
         let s = s.into();
-        let dt = op.compute_dtype(s, self.dtype());
+        let dt = op.compute_dtype(s, self.dtype())?;
         let x = self.to_dtype(dt)?;
         let out = op.kernel(&x, s)?;
         record(op.node_name(), &[&x], &[&out], || {
@@ -687,7 +734,15 @@ impl Tensor {
             }
             dt => dispatch_float!(dt, "clamp", T => {
                 let (l, h) = (T::from_f64(lo), T::from_f64(hi));
-                map(self, move |x: T| if x < l { l } else if x > h { h } else { x })?
+                // max first, then min: when min > max every element becomes max, as in PyTorch (was: min)
+                map(self, move |x: T| {
+                    let y = if x < l { l } else { x };
+                    if y > h {
+                        h
+                    } else {
+                        y
+                    }
+                })?
             }),
         };
         record("ClampBackward", &[self], &[&out], || (ClampBackward { min, max }, vec![Save::Input(self.clone())]));

@@ -102,6 +102,30 @@ fn gemm_batched<T: Gemm>(a: &Tensor, b: &Tensor, batch: usize, m: usize, k: usiz
     Tensor::from_vec(out, &out_shape(a.ndim(), batch, m, n))
 }
 
+/// Integer matrix products, which PyTorch allows (was: refused). A plain loop with wrapping
+/// arithmetic, as PyTorch's integer kernels: there is no SIMD kernel for integers here.
+fn int_gemm_batched(a: &Tensor, b: &Tensor, batch: usize, m: usize, k: usize, n: usize) -> Result<Tensor> {
+    crate::tensor::create::check_alloc(&[batch, m, n], crate::DType::Int64)?;
+    let (a3, b3) = (a.ndim() == 3, b.ndim() == 3);
+    let out = a.with_view(|va: ndarray::ArrayViewD<i64>| {
+        b.with_view(|vb: ndarray::ArrayViewD<i64>| {
+            let mut out = vec![0i64; batch * m * n];
+            for bi in 0..batch {
+                let at = |i: usize, p: usize| if a3 { va[[bi, i, p].as_slice()] } else { va[[i, p].as_slice()] };
+                let bt = |p: usize, j: usize| if b3 { vb[[bi, p, j].as_slice()] } else { vb[[p, j].as_slice()] };
+                for i in 0..m {
+                    for j in 0..n {
+                        out[(bi * m + i) * n + j] =
+                            (0..k).fold(0i64, |acc, p| acc.wrapping_add(at(i, p).wrapping_mul(bt(p, j))));
+                    }
+                }
+            }
+            out
+        })
+    })??;
+    Tensor::from_vec(out, &out_shape(a.ndim(), batch, m, n))
+}
+
 fn out_shape(ndim: usize, batch: usize, m: usize, n: usize) -> Vec<usize> {
     if ndim == 3 {
         vec![batch, m, n]
@@ -158,7 +182,11 @@ impl Tensor {
         }
         let dt = self.dtype().promote(other.dtype());
         let (a, b) = (self.to_dtype(dt)?, other.to_dtype(dt)?);
-        let out = dispatch_float!(dt, "mm", T => gemm_batched::<T>(&a, &b, 1, m, k, n)?);
+        let out = if dt == crate::DType::Int64 {
+            int_gemm_batched(&a, &b, 1, m, k, n)?
+        } else {
+            dispatch_float!(dt, "mm", T => gemm_batched::<T>(&a, &b, 1, m, k, n)?)
+        };
         record("MmBackward", &[&a, &b], &[&out], || (MmBackward, vec![Save::Input(a.clone()), Save::Input(b.clone())]));
         Ok(out)
     }
@@ -179,7 +207,11 @@ impl Tensor {
         let (batch, m, k, n) = (self.shape()[0], self.shape()[1], self.shape()[2], other.shape()[2]);
         let dt = self.dtype().promote(other.dtype());
         let (a, b) = (self.to_dtype(dt)?, other.to_dtype(dt)?);
-        let out = dispatch_float!(dt, "bmm", T => gemm_batched::<T>(&a, &b, batch, m, k, n)?);
+        let out = if dt == crate::DType::Int64 {
+            int_gemm_batched(&a, &b, batch, m, k, n)?
+        } else {
+            dispatch_float!(dt, "bmm", T => gemm_batched::<T>(&a, &b, batch, m, k, n)?)
+        };
         record("BmmBackward", &[&a, &b], &[&out], || {
             (BmmBackward, vec![Save::Input(a.clone()), Save::Input(b.clone())])
         });
@@ -215,7 +247,9 @@ impl Tensor {
                 }
                 if db == 2 {
                     // [..., n, k] @ [k, m]: one large multiply over the flattened batch.
-                    let flat = self.reshape(&[-1, k as isize])?.mm(other)?;
+                    // the row count spelled out: -1 beside k = 0 is ambiguous (was: an error for empty inputs)
+                    let rows: usize = self.shape()[..da - 1].iter().product();
+                    let flat = self.reshape(&[rows as isize, k as isize])?.mm(other)?;
                     let mut shape: Vec<isize> = self.shape()[..da - 1].iter().map(|&d| d as isize).collect();
                     shape.push(m as isize);
                     return flat.reshape(&shape);

@@ -243,7 +243,8 @@ pub(crate) fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) ->
         Tensor::scalar_tensor(s, direct.unwrap_or(s.natural_dtype()))?
     } else {
         let np = py.import("numpy")?;
-        let is_array = data.is_instance(&np.getattr("ndarray")?)?;
+        // NumPy scalars keep their dtype too, as in PyTorch (was: np.float64(x) became float32)
+        let is_array = data.is_instance(&np.getattr("ndarray")?)? || data.is_instance(&np.getattr("generic")?)?;
         let arr = np.call_method1("asarray", (data,))?;
         let kind: String = arr.getattr("dtype")?.getattr("kind")?.extract()?;
         // Python floats default to float32, unless a dtype was asked for: then they are converted

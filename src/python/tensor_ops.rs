@@ -27,6 +27,37 @@ fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyAny>> {
     Ok(PyTensor::wrap(py, t)?.into_any())
 }
 
+/// The tensor clamp works on and its bounds. The bounds' Python types count, as in PyTorch (was:
+/// an int64 tensor clamped to 0.5 stayed int64 with the bound rounded): a float bound makes an
+/// integer or bool tensor float32, an int bound makes a bool tensor int64.
+fn clamp_args(
+    t: &Tensor,
+    min: Option<&Bound<'_, PyAny>>,
+    max: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(Tensor, Option<f64>, Option<f64>)> {
+    let mut want = t.dtype();
+    let mut value = |b: Option<&Bound<'_, PyAny>>| -> PyResult<Option<f64>> {
+        let Some(b) = b.filter(|b| !b.is_none()) else { return Ok(None) };
+        match super::convert::scalar(b) {
+            Some(s @ crate::Scalar::Float(_)) => {
+                want = s.result_dtype_with(want);
+                Ok(Some(s.as_f64()))
+            }
+            Some(s @ crate::Scalar::Int(_)) => {
+                want = s.result_dtype_with(want);
+                Ok(Some(s.as_f64()))
+            }
+            Some(s) => Ok(Some(s.as_f64())),
+            None => {
+                Err(PyTypeError::new_err(format!("clamp(): a bound must be a number, got {}", b.get_type().name()?)))
+            }
+        }
+    };
+    let (lo, hi) = (value(min)?, value(max)?);
+    let x = if want != t.dtype() { t.to_dtype(want)? } else { t.clone() };
+    Ok((x, lo, hi))
+}
+
 /// `self (op) other` for a tensor or scalar `other`; `NotImplemented` for anything else.
 fn arith(
     slf: &PyTensor,
@@ -288,12 +319,23 @@ impl PyTensor {
         wrap(py, run(py, self.inner.numel(), || self.inner.relu())?)
     }
     #[pyo3(signature = (min=None, max=None))]
-    fn clamp(&self, py: Python<'_>, min: Option<f64>, max: Option<f64>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.clamp(min, max)?)
+    fn clamp(
+        &self,
+        py: Python<'_>,
+        min: Option<&Bound<'_, PyAny>>,
+        max: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let (x, lo, hi) = clamp_args(&self.inner, min, max)?;
+        wrap(py, x.clamp(lo, hi)?)
     }
     #[pyo3(signature = (min=None, max=None))]
-    fn clip(&self, py: Python<'_>, min: Option<f64>, max: Option<f64>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.clamp(min, max)?)
+    fn clip(
+        &self,
+        py: Python<'_>,
+        min: Option<&Bound<'_, PyAny>>,
+        max: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        self.clamp(py, min, max)
     }
 
     fn mm(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
@@ -397,6 +439,10 @@ impl PyTensor {
     }
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn argmax(&self, py: Python<'_>, dim: Option<isize>, keepdim: bool) -> PyResult<Py<PyAny>> {
+        if self.inner.dtype() == crate::DType::Bool {
+            // as PyTorch (was: the index of the first True)
+            return Err(pyo3::exceptions::PyRuntimeError::new_err("argmax(): does not support bool input"));
+        }
         wrap(py, self.inner.argmax(dim, keepdim)?)
     }
 
@@ -424,8 +470,21 @@ impl PyTensor {
         Ok(slf)
     }
     #[pyo3(signature = (min=None, max=None))]
-    fn clamp_(slf: Bound<'_, Self>, min: Option<f64>, max: Option<f64>) -> PyResult<Bound<'_, Self>> {
-        slf.get().inner.clamp_(min, max)?;
+    fn clamp_<'py>(
+        slf: Bound<'py, Self>,
+        min: Option<&Bound<'_, PyAny>>,
+        max: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let t = &slf.get().inner;
+        let (x, lo, hi) = clamp_args(t, min, max)?;
+        if x.dtype() != t.dtype() {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                "clamp_: result type {} can't be cast to the desired output type {}",
+                x.dtype(),
+                t.dtype()
+            )));
+        }
+        t.clamp_(lo, hi)?;
         Ok(slf)
     }
     fn copy_<'py>(slf: Bound<'py, Self>, src: &Bound<'_, PyAny>) -> PyResult<Bound<'py, Self>> {

@@ -207,14 +207,48 @@ impl Layout {
         l
     }
 
-    /// A view with a new shape, when the strides allow one without copying (contiguous data).
+    /// A view with a new shape, when the strides allow one without copying. PyTorch's rule
+    /// (`computeStride`), not only contiguous data: `t().view(same shape)`, splitting a strided
+    /// dimension, or merging dimensions whose strides chain (`x[:, ::2].view(-1)`) are views there too.
     pub fn view_as(&self, shape: &[usize]) -> Option<Self> {
-        if self.is_contiguous() {
-            Some(Layout { shape: shape.to_vec(), strides: contiguous_strides(shape), offset: self.offset })
-        } else {
-            None
+        let strides = view_strides(&self.shape, &self.strides, shape)?;
+        Some(Layout { shape: shape.to_vec(), strides, offset: self.offset })
+    }
+}
+
+/// Strides that give `new` over the memory of (`old`, `old_strides`), or None when some new dimension
+/// would span two chunks of memory that are not evenly strided (PyTorch's `computeStride`).
+fn view_strides(old: &[usize], old_strides: &[usize], new: &[usize]) -> Option<Vec<usize>> {
+    let mut strides = vec![1; new.len()];
+    if old.is_empty() {
+        return Some(strides);
+    }
+    if numel(old) == 0 {
+        return Some(if old == new { old_strides.to_vec() } else { contiguous_strides(new) });
+    }
+    let mut view_d = new.len() as isize - 1;
+    let mut chunk_base = *old_strides.last()?;
+    let (mut tensor_numel, mut view_numel) = (1usize, 1usize);
+    for tensor_d in (0..old.len()).rev() {
+        tensor_numel *= old[tensor_d];
+        // a chunk ends where the next-outer dimension does not continue this one's stride
+        if tensor_d == 0 || (old[tensor_d - 1] != 1 && old_strides[tensor_d - 1] != tensor_numel * chunk_base) {
+            while view_d >= 0 && (view_numel < tensor_numel || new[view_d as usize] == 1) {
+                strides[view_d as usize] = view_numel * chunk_base;
+                view_numel *= new[view_d as usize];
+                view_d -= 1;
+            }
+            if view_numel != tensor_numel {
+                return None;
+            }
+            if tensor_d > 0 {
+                chunk_base = old_strides[tensor_d - 1];
+                tensor_numel = 1;
+                view_numel = 1;
+            }
         }
     }
+    (view_d == -1).then_some(strides)
 }
 
 /// Resolves a requested shape that may contain one `-1` against `numel`.
