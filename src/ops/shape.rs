@@ -252,7 +252,8 @@ impl Tensor {
             return Err(Error::index("narrow() cannot be applied to a 0-dim tensor."));
         }
         let d = wrap_dim(dim, self.ndim())?;
-        if start + len > self.shape()[d] {
+        // Compared without `start + len`, which can overflow for sizes that come from Python.
+        if start > self.shape()[d] || len > self.shape()[d] - start {
             return Err(Error::index(format!(
                 "narrow: start ({start}) + length ({len}) exceeds dimension size ({})",
                 self.shape()[d]

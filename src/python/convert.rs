@@ -425,14 +425,20 @@ fn arange(
 #[pyo3(signature = (n, m=None, dtype=None, requires_grad=false, device=None))]
 fn eye(
     py: Python<'_>,
-    n: usize,
-    m: Option<usize>,
+    n: isize,
+    m: Option<isize>,
     dtype: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     check_device(device)?;
-    finish(py, Tensor::eye(n, m.unwrap_or(n), opt_dtype(dtype, DType::Float32)?)?, requires_grad)
+    // Signed so that a negative size is a RuntimeError, as in PyTorch (was: OverflowError).
+    let size = |v: isize, what: &str| {
+        usize::try_from(v)
+            .map_err(|_| PyRuntimeError::new_err(format!("{what} must be greater or equal to 0, got {v}")))
+    };
+    let (n, m) = (size(n, "n")?, size(m.unwrap_or(n), "m")?);
+    finish(py, Tensor::eye(n, m, opt_dtype(dtype, DType::Float32)?)?, requires_grad)
 }
 
 #[pyfunction]

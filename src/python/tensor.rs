@@ -72,6 +72,12 @@ impl PyTensor {
         match dim {
             None => Ok(PyTuple::new(py, self.inner.shape())?.into_any().unbind()),
             Some(d) => {
+                // wrap_dim accepts dim 0 of a 0-dim tensor, which has no size (shape()[0] panicked).
+                if self.inner.ndim() == 0 {
+                    return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                        "Dimension specified as {d} but tensor has no dimensions"
+                    )));
+                }
                 let d = crate::tensor::layout::wrap_dim(d, self.inner.ndim())?;
                 Ok(self.inner.shape()[d].into_pyobject(py)?.into_any().unbind())
             }

@@ -143,7 +143,11 @@ fn dims_arg(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<isize>>> {
         None => Ok(None),
         Some(d) if d.is_none() => Ok(None),
         Some(d) if d.is_instance_of::<PyInt>() => Ok(Some(vec![d.extract()?])),
-        Some(d) => Ok(Some(d.try_iter()?.map(|x| x?.extract::<isize>()).collect::<PyResult<_>>()?)),
+        Some(d) => {
+            let dims: Vec<isize> = d.try_iter()?.map(|x| x?.extract::<isize>()).collect::<PyResult<_>>()?;
+            // An empty dim list reduces over every dimension, as in PyTorch (was: no reduction).
+            Ok(if dims.is_empty() { None } else { Some(dims) })
+        }
     }
 }
 
@@ -402,7 +406,23 @@ impl PyTensor {
     fn expand_as(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         wrap(py, self.inner.expand_as(&super::tensor::expect_tensor(other, "expand_as's argument")?)?)
     }
-    fn narrow(&self, py: Python<'_>, dim: isize, start: usize, length: usize) -> PyResult<Py<PyAny>> {
+    fn narrow(&self, py: Python<'_>, dim: isize, start: isize, length: isize) -> PyResult<Py<PyAny>> {
+        // Signed, as in PyTorch: a negative start counts from the end, a negative length is an
+        // error (was: OverflowError "can't convert negative int to unsigned").
+        let Ok(length) = usize::try_from(length) else {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err("narrow(): length must be non-negative."));
+        };
+        let size = match crate::tensor::layout::wrap_dim(dim, self.inner.ndim()) {
+            Ok(d) if self.inner.ndim() > 0 => self.inner.shape()[d],
+            _ => 0,
+        };
+        let start = if start < 0 { start + size as isize } else { start };
+        let Ok(start) = usize::try_from(start) else {
+            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "start out of range (expected to be in range of [{}, {size}], but got {start})",
+                -(size as isize)
+            )));
+        };
         wrap(py, self.inner.narrow(dim, start, length)?)
     }
     fn contiguous(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
