@@ -129,7 +129,19 @@ impl PyTensor {
     }
     #[getter]
     fn get_grad(&self, py: Python<'_>) -> PyResult<Option<Py<PyTensor>>> {
-        self.inner.grad().map(|g| PyTensor::wrap(py, g)).transpose()
+        let grad = self.inner.grad();
+        if grad.is_none() && !self.inner.is_leaf() && !self.inner.retains_grad() {
+            // As PyTorch does: reading a non-leaf's .grad is almost always a mistake.
+            PyErr::warn(
+                py,
+                &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+                c"The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad \
+                  attribute won't be populated during autograd.backward(). If you indeed want the .grad field \
+                  to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor.",
+                1,
+            )?;
+        }
+        grad.map(|g| PyTensor::wrap(py, g)).transpose()
     }
     #[setter]
     fn set_grad(&self, grad: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
