@@ -844,8 +844,8 @@ def op_inplace(p):
     elif name == "fill_":
         e = np.full_like(an, 0) if an.size == 0 else np.array(np.broadcast_to(np.asarray(bn), ()).astype(an.dtype)
                                                                if np.ndim(bn) == 0 else an)
-        if np.ndim(bn) != 0 or (an.dtype == np.int64 and not np.isfinite(np.asarray(bn, dtype=np.float64))):
-            return  # NaN or inf into an int64 tensor: unspecified (NumPy and PyTorch differ)
+        if np.ndim(bn) != 0 or (an.dtype == np.int64 and not abs(float(bn)) < 2.0**63):
+            return  # NaN, inf or out-of-range floats into int64: unspecified (NumPy and PyTorch differ)
         with np.errstate(all="ignore"):
             e = np.full_like(an, np.asarray(bn).astype(an.dtype))
     elif name == "copy_":

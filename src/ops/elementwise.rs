@@ -354,9 +354,14 @@ impl ScalarOp {
                     ScalarOp::Mul => map(x, move |a: T| a * v),
                     ScalarOp::Div => map(x, move |a: T| a / v),
                     ScalarOp::RDiv => map(x, move |a: T| v / a),
-                    ScalarOp::Pow => {
-                        if s.as_f64() == 2.0 { map(x, |a: T| a * a) } else { map_cost(x, Cost::Heavy, move |a: T| a.powf(v)) }
-                    }
+                    // Exponents 0.5 and -0.5 are sqrt and 1/sqrt, as in PyTorch (and NumPy): powf gave
+                    // inf for (-inf) ** 0.5 and +0 for (-0) ** 0.5, where those give nan and -0.
+                    ScalarOp::Pow => match s.as_f64() {
+                        2.0 => map(x, |a: T| a * a),
+                        0.5 => map_cost(x, Cost::Heavy, |a: T| a.sqrt()),
+                        -0.5 => map_cost(x, Cost::Heavy, |a: T| a.sqrt().recip()),
+                        _ => map_cost(x, Cost::Heavy, move |a: T| a.powf(v)),
+                    },
                     ScalarOp::RPow => map_cost(x, Cost::Heavy, move |a: T| v.powf(a)),
                 }
             }),
