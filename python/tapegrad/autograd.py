@@ -27,7 +27,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         retain_graph = create_graph
     inputs = _seq(inputs)
     if inputs is not None and not inputs:
-        raise ValueError("'inputs' argument to backward() cannot be empty.")
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
     _C._run_backward(tensors, grads, retain_graph, create_graph, inputs)
 
 

@@ -25,10 +25,14 @@ fn pow2i(n: i32) -> f32 {
     f32::from_bits(((n + 127) as u32) << 23)
 }
 
-/// `e^x`: 0 below ln(2^-126)·(1+ε), ∞ above ln(f32::MAX), NaN for NaN.
+/// Below this, `e^x` is under half the smallest subnormal (2^-150) and rounds to 0.
+const EXP_ZERO_BELOW: f32 = -104.0;
+
+/// `e^x`: subnormal results down to 2^-149 (as libm and PyTorch give; they were flushed to 0 below
+/// 2^-126), 0 below -104, ∞ above ln(f32::MAX), NaN for NaN.
 #[inline(always)]
 pub(crate) fn exp_f32(x: f32) -> f32 {
-    let xc = x.clamp(-87.33654, 88.72283);
+    let xc = x.clamp(EXP_ZERO_BELOW, 88.72283);
     let t = xc * LOG2E + ROUND;
     let n = t.to_bits() as i32 - ROUND.to_bits() as i32;
     let nf = t - ROUND;
@@ -37,10 +41,11 @@ pub(crate) fn exp_f32(x: f32) -> f32 {
     for c in [1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
         p = p.mul_add(r, c);
     }
-    // 2^n in two halves, so that n = 128 and n = -126 both stay within normal exponents.
+    // 2^n in two halves, so that n = 128 and n = -150 both stay within normal exponents: `p·2^half`
+    // is exact, and the second product rounds once, into the subnormal range when n < -126.
     let half = n >> 1;
     let v = p * pow2i(half) * pow2i(n - half);
-    if x < -87.33654 {
+    if x < EXP_ZERO_BELOW {
         0.0
     } else if x > 88.72283 {
         f32::INFINITY
@@ -169,6 +174,19 @@ mod tests {
         check(Unary::Exp, f64::exp, 1.5);
         check(Unary::Tanh, f64::tanh, 3.0);
         check(Unary::Sigmoid, |x| 1.0 / (1.0 + (-x).exp()), 3.0);
+    }
+
+    #[test]
+    fn subnormal_results_are_within_one_step_of_libm() {
+        let xs: Vec<f32> = (0..=40_000).map(|i| -104.5 + i as f32 * 4.5e-4).collect();
+        let got = unary_f32(Unary::Exp, &xs).unwrap();
+        let step = f32::from_bits(1) as f64; // 2^-149, the spacing of subnormals
+        for (&x, &g) in xs.iter().zip(&got) {
+            let want = (x as f64).exp();
+            let tol = if want < f32::MIN_POSITIVE as f64 { step } else { want * 2e-7 };
+            assert!((g as f64 - want).abs() <= tol, "exp({x}) = {g:e}, libm {want:e}");
+        }
+        assert!(got.iter().any(|&g| g > 0.0 && g < f32::MIN_POSITIVE), "no subnormal result");
     }
 
     #[test]

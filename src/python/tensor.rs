@@ -1,7 +1,7 @@
 //! `tapegrad.Tensor`: properties, conversion, printing and autograd entry points. Arithmetic is in
 //! `tensor_ops.rs`, indexing in `tensor_index.rs`.
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
@@ -335,7 +335,7 @@ impl PyTensor {
             _ => None,
         };
         if inputs.as_ref().is_some_and(|i| i.is_empty()) {
-            return Err(PyValueError::new_err("'inputs' argument to backward() cannot be empty."));
+            return Err(PyRuntimeError::new_err("'inputs' argument to backward() cannot be empty."));
         }
         let root = self.inner.clone();
         let retain = retain_graph.unwrap_or(create_graph);
