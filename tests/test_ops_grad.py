@@ -3,13 +3,10 @@
 For each operation (one test id per operation and spelling, ``test_gradient[<op>/<variant>]``) hypothesis
 draws shapes (broadcasting pairs, size-1 dimensions, 0-d) and float64 values inside the operation's smooth
 domain (away from 0 for abs/relu/div, positive for log/sqrt, away from clamp bounds and from ties for max).
-Every input is built in one of four layouts:
-
-- ``contig``: a contiguous leaf;
-- ``t``: a leaf that is a transposed view of other memory (non-contiguous leaf, gradient has its shape);
-- ``step``: a leaf that is ``base[..., ::2]`` (last dimension has stride 2);
-- ``view``: a contiguous leaf used through ``.transpose(-1, -2)``, so the gradient also flows back through
-  a view node.
+Every input is built in one of the four layouts of ``fd_inputs.py`` (``contig``: a contiguous leaf; ``t``: a
+transposed, non-contiguous leaf; ``step``: a leaf with stride 2 in its last dimension; ``view``: a contiguous
+leaf used through ``.transpose(-1, -2)``, so the gradient also flows back through a view node), which also
+holds the value domains and shape strategies.
 
 The test then checks, per example:
 
@@ -21,12 +18,27 @@ Behaviour at kinks and ties (where finite differences have no answer) is pinned 
 separate tests at the end, as are gradient dtypes under promotion and conversions.
 """
 
-from dataclasses import dataclass
-from typing import Callable
-
 import numpy as np
 import pytest
 from conftest import numeric_grad
+from fd_inputs import (
+    AWAY0,
+    DISTINCT,
+    GRID_BOUND,
+    GRID_HALF,
+    POS,
+    REAL,
+    Op,
+    arr,
+    augmented_assign,
+    draw_binary,
+    draw_operands,
+    matmul_operands,
+    mm_operands,
+    normal,
+    one_operand_draws,
+    shapes,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -36,121 +48,19 @@ import tapegrad as tg
 EXAMPLES = 25
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-# ---------------------------------------------------------------------------------------------------------
-# value domains
-# ---------------------------------------------------------------------------------------------------------
-
-REAL = st.floats(-2.0, 2.0, allow_subnormal=False)
-POS = st.floats(0.3, 2.0)  # log, sqrt, bases of pow
-AWAY0 = st.one_of(st.floats(-2.0, -0.3), st.floats(0.3, 2.0))  # abs, relu, denominators
-# a grid of half-steps: never closer than 0.05 to a bound drawn from GRID_BOUND (clamp)
-GRID_HALF = st.integers(-20, 19).map(lambda k: (k + 0.5) / 10)
-GRID_BOUND = st.integers(-10, 10).map(lambda k: k / 10)
-# distinct values at least 0.1 apart (max): finite differences never flip the argmax
-DISTINCT = st.integers(-60, 60).map(lambda k: k / 10)
-SCALAR = st.one_of(st.floats(-2.0, -0.3), st.floats(0.3, 2.0))
-
-SHAPES = hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4)
-SHAPES_1D = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4)
-PAIRS = hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, min_side=1, max_side=3)
-
-
-def arr(data, shape, elements=REAL, unique=False, label=None):
-    return np.asarray(data.draw(hnp.arrays(np.float64, shape, elements=elements, unique=unique), label=label))
-
+SHAPES = shapes(max_side=4)
+SHAPES_1D = shapes(max_side=4, min_dims=1)
+draw_unary, draw_with_scalar = one_operand_draws(SHAPES)
 
 # ---------------------------------------------------------------------------------------------------------
-# layouts: how an input array becomes a (possibly non-contiguous) leaf
+# the operation table (value domains, layouts and Op in fd_inputs.py)
 # ---------------------------------------------------------------------------------------------------------
-
-LAYOUTS = ("contig", "t", "step", "view")
-
-
-@dataclass
-class Input:
-    """One operand: ``fd_array`` is what finite differences perturb; ``leaf()`` the tensor whose .grad is
-    checked; ``use(t)`` turns a leaf (or a contiguous tensor of ``fd_array``) into the operation's input."""
-
-    value: np.ndarray
-    layout: str
-
-    @property
-    def fd_array(self):
-        return np.swapaxes(self.value, -1, -2).copy() if self.layout == "view" else self.value
-
-    def leaf(self):
-        a = self.value
-        if self.layout == "contig":
-            return tg.tensor(a, requires_grad=True)
-        if self.layout == "t":
-            leaf = tg.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2))).transpose(-1, -2)
-            assert not leaf.is_contiguous() or 1 in a.shape[-2:]
-            return leaf.requires_grad_()
-        if self.layout == "step":
-            big = np.full(a.shape[:-1] + (2 * a.shape[-1],), np.nan)
-            big[..., ::2] = a
-            leaf = tg.tensor(big)[..., ::2]
-            assert leaf.stride()[-1] == 2
-            return leaf.requires_grad_()
-        assert self.layout == "view"
-        return tg.tensor(self.fd_array, requires_grad=True)
-
-    def use(self, t):
-        return t.transpose(-1, -2) if self.layout == "view" else t
-
-
-def draw_layout(data, a, allowed):
-    choices = [lay for lay in allowed if lay == "contig" or (lay == "step" and a.ndim >= 1) or a.ndim >= 2]
-    return Input(a, data.draw(st.sampled_from(choices), label="layout"))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# the operation table
-# ---------------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Op:
-    """``draw(data) -> (arrays, params)``; ``f(*tensors, **params)`` the tapegrad call; ``ref`` its NumPy
-    value; every input receives a gradient."""
-
-    name: str
-    draw: Callable
-    f: Callable
-    ref: Callable
-    layouts: tuple = LAYOUTS
-
-    def __repr__(self):
-        return self.name
-
 
 OPS = []
 
 
 def op(name, draw, f, ref, **kw):
     OPS.append(Op(name, draw, f, ref, **kw))
-
-
-def draw_unary(elements=REAL, shapes=SHAPES):
-    def draw(data):
-        return [arr(data, data.draw(shapes, label="shape"), elements)], {}
-
-    return draw
-
-
-def draw_binary(ea=REAL, eb=REAL):
-    def draw(data):
-        sa, sb = data.draw(PAIRS, label="shapes").input_shapes
-        return [arr(data, sa, ea), arr(data, sb, eb)], {}
-
-    return draw
-
-
-def draw_with_scalar(elements=REAL, scalar=SCALAR):
-    def draw(data):
-        return [arr(data, data.draw(SHAPES, label="shape"), elements)], {"s": data.draw(scalar, label="s")}
-
-    return draw
 
 
 def sigmoid_np(x):
@@ -227,25 +137,10 @@ op("mul/int_scalar_left", draw_with_scalar(REAL, st.integers(-3, 3)), lambda x, 
 
 
 # --- linear algebra --------------------------------------------------------------------------------------
-def draw_mm(data):
-    m, n, p = data.draw(st.tuples(*[st.integers(1, 4)] * 3), label="m,n,p")
-    return [arr(data, (m, n)), arr(data, (n, p))], {}
-
-
 MATMUL_KINDS = ("1d@1d", "2d@1d", "1d@2d", "2d@2d", "batched@2d", "2d@batched", "batched@batched", "batched@1d",
                 "1d@batched")
-
-
-def draw_matmul(data):
-    m, n, p = data.draw(st.tuples(*[st.integers(1, 4)] * 3), label="m,n,p")
-    kind = data.draw(st.sampled_from(MATMUL_KINDS), label="kind")
-    ba, bb = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=1, max_dims=2, max_side=3),
-                       label="batch").input_shapes
-    left, right = kind.split("@")
-    sa = {"1d": (n,), "2d": (m, n), "batched": ba + (m, n)}[left]
-    sb = {"1d": (n,), "2d": (n, p), "batched": bb + (n, p)}[right]
-    return [arr(data, sa), arr(data, sb)], {}
-
+draw_mm = mm_operands(max_side=4)
+draw_matmul = matmul_operands(MATMUL_KINDS, max_side=4, batch_dims=2, batch_side=3)
 
 op("mm", draw_mm, lambda a, b: a.mm(b), np.matmul)
 op("mm/functional", draw_mm, lambda a, b: tg.mm(a, b), np.matmul)
@@ -552,30 +447,20 @@ def draw_inplace(eb=REAL):
 
 
 def inplace(method):
-    def f(x, b):
+    """``x * 1.0`` (a non-leaf) changed in place by ``method`` with the tensor ``b`` or the Python scalar ``s``;
+    checks the method returns that same tensor."""
+
+    def f(x, b=None, s=None):
         y = x * 1.0
-        assert getattr(y, method)(b) is y
+        assert getattr(y, method)(b if s is None else s) is y
         return y
 
     return f
 
 
 def augmented(opname):
-    def f(x, b):
-        y = x * 1.0
-        y0 = y
-        if opname == "+=":
-            y += b
-        elif opname == "-=":
-            y -= b
-        elif opname == "*=":
-            y *= b
-        else:
-            y /= b
-        assert y is y0
-        return y
-
-    return f
+    assign = augmented_assign(opname)
+    return lambda x, b: assign(x * 1.0, b)
 
 
 op("add_", draw_inplace(), inplace("add_"), np.add)
@@ -589,20 +474,11 @@ op("idiv", draw_inplace(AWAY0), augmented("/="), np.divide)
 op("copy_", draw_inplace(), inplace("copy_"), lambda x, b: np.broadcast_to(b, x.shape).copy())
 
 
-def scalar_inplace(method):
-    def f(x, s):
-        y = x * 1.0
-        assert getattr(y, method)(s) is y
-        return y
-
-    return f
-
-
-op("add_/scalar", draw_with_scalar(), scalar_inplace("add_"), lambda x, s: x + s)
-op("mul_/scalar", draw_with_scalar(), scalar_inplace("mul_"), lambda x, s: x * s)
-op("div_/scalar", draw_with_scalar(), scalar_inplace("div_"), lambda x, s: x / s)
-op("fill_", draw_with_scalar(), scalar_inplace("fill_"), lambda x, s: np.full_like(x, s))
-op("fill_/then_mul", draw_with_scalar(), lambda x, s: x * scalar_inplace("fill_")(x, s), lambda x, s: x * s)
+op("add_/scalar", draw_with_scalar(), inplace("add_"), lambda x, s: x + s)
+op("mul_/scalar", draw_with_scalar(), inplace("mul_"), lambda x, s: x * s)
+op("div_/scalar", draw_with_scalar(), inplace("div_"), lambda x, s: x / s)
+op("fill_", draw_with_scalar(), inplace("fill_"), lambda x, s: np.full_like(x, s))
+op("fill_/then_mul", draw_with_scalar(), lambda x, s: x * inplace("fill_")(x, s), lambda x, s: x * s)
 op("zero_/then_add", draw_unary(), lambda x: x + (x * 1.0).zero_(), lambda x: x)
 
 
@@ -657,19 +533,11 @@ assert len(OPS_BY_NAME) == len(OPS), "duplicate op ids"
 # ---------------------------------------------------------------------------------------------------------
 
 
-def upstream(data, shape):
-    """A random upstream gradient (seeded by hypothesis, so that failures replay)."""
-    seed = data.draw(st.integers(0, 2**32 - 1), label="upstream seed")
-    return np.random.default_rng(seed).standard_normal(shape)
-
-
 @pytest.mark.parametrize("op", OPS, ids=[o.name for o in OPS])
 @SETTINGS
 @given(data=st.data())
 def test_gradient(op, data):
-    arrays, params = op.draw(data)
-    inputs = [draw_layout(data, a, op.layouts) for a in arrays]
-    leaves = [inp.leaf() for inp in inputs]
+    arrays, params, inputs, leaves = draw_operands(op, data)
 
     out = op.f(*[inp.use(leaf) for inp, leaf in zip(inputs, leaves)], **params)
     expected = np.asarray(op.ref(*arrays, **params), dtype=np.float64)
@@ -677,7 +545,7 @@ def test_gradient(op, data):
     assert out.shape == expected.shape
     np.testing.assert_allclose(out.detach().numpy(), expected, rtol=1e-12, atol=1e-12)
 
-    g = upstream(data, expected.shape)
+    g = normal(data, expected.shape, "upstream seed")  # a random upstream gradient
     out.backward(tg.tensor(g))
 
     def weighted(*ts):

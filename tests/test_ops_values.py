@@ -12,6 +12,7 @@ import operator
 
 import numpy as np
 import pytest
+from fd_inputs import augmented_assign
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -1117,24 +1118,7 @@ INPLACE_BINARY = {
 }
 
 
-def iop(name):
-    def f(t, b):
-        t0 = t
-        if name == "+=":
-            t += b
-        elif name == "-=":
-            t -= b
-        elif name == "*=":
-            t *= b
-        else:
-            t /= b
-        assert t is t0
-        return t
-
-    return f
-
-
-INPLACE_BINARY.update({name: (iop(name), ref) for name, ref in
+INPLACE_BINARY.update({name: (augmented_assign(name), ref) for name, ref in
                        [("+=", np.add), ("-=", np.subtract), ("*=", np.multiply), ("/=", np.divide)]})
 
 

@@ -3,8 +3,8 @@
 For each entry of the operation table (one test id per entry, ``test_second_derivatives[<op>]``) hypothesis
 draws shapes (broadcasting pairs, size-1 dimensions, 0-d), float64 values inside the operation's smooth
 domain, an upstream gradient ``G`` and two directions ``V``, ``W`` (one array per input). Inputs are built in
-the layouts of ``test_ops_grad.py`` (contiguous, a transposed leaf, a leaf with stride 2, a contiguous leaf
-used through ``.transpose(-1, -2)``). With ``L = sum(G * f(x_1, ..., x_n))`` the test checks:
+the layouts of ``fd_inputs.py`` (contiguous, a transposed leaf, a leaf with stride 2, a contiguous leaf used
+through ``.transpose(-1, -2)``), which also holds the value domains. With ``L = sum(G * f(x_1, ..., x_n))`` the test checks:
 
 1. the first gradients ``g_i = dL/dx_i`` taken with ``create_graph=True`` equal the ones taken without;
 2. every block of the Hessian, mixed ones included: ``grad(sum(g_i * V_i), x_j)`` (that is ``d/dx_j`` of
@@ -22,11 +22,27 @@ broadcasting, a saved output inside a composite, the factory spelling), ``once_d
 ``requires_grad``/``grad_fn``/``retain_graph`` contract of ``create_graph``.
 """
 
-from dataclasses import dataclass
-from typing import Callable
-
 import numpy as np
 import pytest
+from fd_inputs import (
+    AWAY0,
+    DISTINCT,
+    GRID_BOUND,
+    GRID_HALF,
+    PAIRS,
+    POS,
+    REAL,
+    Op,
+    arr,
+    draw_binary,
+    draw_layout,
+    draw_operands,
+    matmul_operands,
+    mm_operands,
+    normal,
+    one_operand_draws,
+    shapes,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -38,24 +54,9 @@ SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=
 EPS = 1e-6  # central differences of the first gradient
 H2 = 1e-4  # second mixed difference of the function
 
-# ---------------------------------------------------------------------------------------------------------
-# value domains (as in test_ops_grad.py)
-# ---------------------------------------------------------------------------------------------------------
-
-REAL = st.floats(-2.0, 2.0, allow_subnormal=False)
-POS = st.floats(0.3, 2.0)
-AWAY0 = st.one_of(st.floats(-2.0, -0.3), st.floats(0.3, 2.0))
-GRID_HALF = st.integers(-20, 19).map(lambda k: (k + 0.5) / 10)  # never within 0.05 of a GRID_BOUND
-GRID_BOUND = st.integers(-10, 10).map(lambda k: k / 10)
-DISTINCT = st.integers(-60, 60).map(lambda k: k / 10)  # with unique=True: no ties for max
-
-SHAPES = hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=3)
-SHAPES_1D = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=3)
-PAIRS = hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, min_side=1, max_side=3)
-
-
-def arr(data, shape, elements=REAL, unique=False, label=None):
-    return np.asarray(data.draw(hnp.arrays(np.float64, shape, elements=elements, unique=unique), label=label))
+SHAPES = shapes(max_side=3)
+SHAPES_1D = shapes(max_side=3, min_dims=1)
+draw_unary, draw_with_scalar = one_operand_draws(SHAPES)
 
 
 def f64(a, requires_grad=False):
@@ -64,95 +65,15 @@ def f64(a, requires_grad=False):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# layouts
+# the operation table (value domains, layouts and Op in fd_inputs.py); ``f(*tensors, **params)`` is the
+# function differentiated twice
 # ---------------------------------------------------------------------------------------------------------
-
-LAYOUTS = ("contig", "t", "step", "view")
-
-
-@dataclass
-class Input:
-    """``value`` is the operand as the operation sees it. ``fd_array`` has the leaf's shape (what finite
-    differences perturb); ``leaf()`` builds the leaf in its layout; ``use(t)`` turns a leaf into the operand."""
-
-    value: np.ndarray
-    layout: str
-
-    @property
-    def fd_array(self):
-        return np.swapaxes(self.value, -1, -2).copy() if self.layout == "view" else self.value
-
-    def leaf(self):
-        a = self.value
-        if self.layout == "contig":
-            return tg.tensor(a, requires_grad=True)
-        if self.layout == "t":
-            leaf = tg.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2))).transpose(-1, -2)
-            assert not leaf.is_contiguous() or 1 in a.shape[-2:]
-            return leaf.requires_grad_()
-        if self.layout == "step":
-            big = np.full(a.shape[:-1] + (2 * a.shape[-1],), np.nan)
-            big[..., ::2] = a
-            leaf = tg.tensor(big)[..., ::2]
-            assert leaf.stride()[-1] == 2
-            return leaf.requires_grad_()
-        assert self.layout == "view"
-        return tg.tensor(self.fd_array, requires_grad=True)
-
-    def use(self, t):
-        return t.transpose(-1, -2) if self.layout == "view" else t
-
-
-def draw_layout(data, a, allowed):
-    choices = [lay for lay in allowed if lay == "contig" or (lay == "step" and a.ndim >= 1) or a.ndim >= 2]
-    return Input(a, data.draw(st.sampled_from(choices), label="layout"))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# the operation table
-# ---------------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Op:
-    """``draw(data) -> (arrays, params)``; ``f(*tensors, **params)`` the function differentiated twice."""
-
-    name: str
-    draw: Callable
-    f: Callable
-    layouts: tuple = LAYOUTS
-
-    def __repr__(self):
-        return self.name
-
 
 OPS = []
 
 
 def op(name, draw, f, **kw):
     OPS.append(Op(name, draw, f, **kw))
-
-
-def draw_unary(elements=REAL, shapes=SHAPES, unique=False):
-    def draw(data):
-        return [arr(data, data.draw(shapes, label="shape"), elements, unique)], {}
-
-    return draw
-
-
-def draw_binary(ea=REAL, eb=REAL):
-    def draw(data):
-        sa, sb = data.draw(PAIRS, label="shapes").input_shapes
-        return [arr(data, sa, ea), arr(data, sb, eb)], {}
-
-    return draw
-
-
-def draw_with_scalar(elements, scalar):
-    def draw(data):
-        return [arr(data, data.draw(SHAPES, label="shape"), elements)], {"s": data.draw(scalar, label="s")}
-
-    return draw
 
 
 # --- element-wise, one input ----------------------------------------------------------------------------
@@ -246,24 +167,9 @@ op("max/all_cubed", draw_reduce(DISTINCT, unique=True, with_dim=False), lambda x
 
 
 # --- linear algebra: bilinear, so d2/dA2 = d2/dB2 = 0 and the mixed blocks carry everything -------------
-def draw_mm(data):
-    m, n, p = data.draw(st.tuples(*[st.integers(1, 3)] * 3), label="m,n,p")
-    return [arr(data, (m, n)), arr(data, (n, p))], {}
-
-
 MATMUL_KINDS = ("1d@1d", "2d@1d", "1d@2d", "2d@2d", "batched@2d", "2d@batched", "batched@batched")
-
-
-def draw_matmul(data):
-    m, n, p = data.draw(st.tuples(*[st.integers(1, 3)] * 3), label="m,n,p")
-    kind = data.draw(st.sampled_from(MATMUL_KINDS), label="kind")
-    ba, bb = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=1, max_dims=1, max_side=2),
-                       label="batch").input_shapes
-    left, right = kind.split("@")
-    sa = {"1d": (n,), "2d": (m, n), "batched": ba + (m, n)}[left]
-    sb = {"1d": (n,), "2d": (n, p), "batched": bb + (n, p)}[right]
-    return [arr(data, sa), arr(data, sb)], {}
-
+draw_mm = mm_operands(max_side=3)
+draw_matmul = matmul_operands(MATMUL_KINDS, max_side=3, batch_dims=1, batch_side=2)
 
 op("mm", draw_mm, lambda a, b: a.mm(b))
 op("mm/tanh", draw_mm, lambda a, b: tg.mm(a, b).tanh())
@@ -409,11 +315,6 @@ assert len(OPS_BY_NAME) == len(OPS), "duplicate op ids"
 # ---------------------------------------------------------------------------------------------------------
 
 
-def normal(data, shape, label):
-    seed = data.draw(st.integers(0, 2**32 - 1), label=label)
-    return np.random.default_rng(seed).standard_normal(shape)
-
-
 def weighted_loss(op, inputs, tensors, params, G):
     out = op.f(*[inp.use(t) for inp, t in zip(inputs, tensors)], **params)
     return (out * f64(G)).sum()
@@ -434,9 +335,7 @@ def zeros_if_none(g, like):
 @SETTINGS
 @given(data=st.data())
 def test_second_derivatives(op, data):
-    arrays, params = op.draw(data)
-    inputs = [draw_layout(data, a, op.layouts) for a in arrays]
-    leaves = [inp.leaf() for inp in inputs]
+    arrays, params, inputs, leaves = draw_operands(op, data)
     fd_arrays = [inp.fd_array for inp in inputs]
     out_shape = op.f(*[inp.use(f64(a)) for inp, a in zip(inputs, fd_arrays)], **params).shape
     G = normal(data, out_shape, "upstream")
