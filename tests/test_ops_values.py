@@ -877,6 +877,30 @@ def test_to_dtype(src, dst, data):
     check(t.to(dtype=dst), a.astype(NP[dst]), dst)
 
 
+@pytest.mark.parametrize("src, dst", [(F64, F32), (F32, F64)], ids=["f64->f32", "f32->f64"])
+@SETTINGS
+@given(data=st.data())
+def test_gradient_through_a_dtype_cast_comes_back_in_the_source_dtype(src, dst, data):
+    # y = sum(w * cast(x)^2): dy/dx = 2 w x, computed in dst and cast back to src (as PyTorch's ToCopyBackward);
+    # the second derivative (through create_graph) is 2 w. NumPy computes both in dst, then casts.
+    a = draw_array(data, src, data.draw(NONEMPTY, label="shape"))
+    w = draw_array(data, dst, a.shape)
+    x = tg.tensor(a, requires_grad=True)
+    cast = x.to(dst)
+    y = (tg.tensor(w) * cast * cast).sum()
+    (g,) = tg.autograd.grad(y, [x], create_graph=True)
+    check(g.detach(), (2 * w * a.astype(NP[dst])).astype(NP[src]), src)
+    g.sum().backward()
+    check(x.grad, (2 * w).astype(NP[src]), src)
+
+
+def test_casts_to_int64_and_bool_leave_the_graph():
+    x = tg.tensor([1.5, -2.0], requires_grad=True)
+    for dtype in (I64, BOOL):
+        out = x.to(dtype)
+        assert not out.requires_grad and out.grad_fn is None
+
+
 def test_to_bool_of_nan_and_negative_zero():
     check(tg.tensor([0.0, -0.0, float("nan"), -0.5]).to(BOOL), np.array([False, False, True, True]))
 
