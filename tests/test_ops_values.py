@@ -1072,6 +1072,18 @@ def test_index_errors_name_index_dimension_and_size():
         t[0, ..., 0, ...]
 
 
+def test_slice_steps_below_one_are_value_errors_as_in_pytorch():
+    t = tg.ones(4, requires_grad=True)
+    with pytest.raises(ValueError, match="slice step cannot be zero"):
+        t[::0]
+    for key in (slice(None, None, -1), (slice(3, 0, -2),)):
+        with pytest.raises(ValueError, match=r"slice step must be greater than zero \(got -\d\)"):
+            t[key]
+        with pytest.raises(ValueError, match="slice step must be greater than zero"):
+            t.detach()[key] = 0.0
+    assert t.detach()[::3].tolist() == [1.0, 1.0]
+
+
 # ---------------------------------------------------------------------------------------------------------
 # item assignment and in-place operations
 # ---------------------------------------------------------------------------------------------------------

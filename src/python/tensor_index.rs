@@ -1,6 +1,6 @@
 //! `t[...]` and `t[...] = value`: parsing Python index expressions into the core's `IndexItem`s.
 
-use pyo3::exceptions::{PyIndexError, PyTypeError};
+use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyList, PySlice, PyTuple};
 
@@ -44,6 +44,15 @@ fn item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
     }
     if let Ok(s) = obj.cast::<PySlice>() {
         let step = opt_isize(s.getattr("step")?)?.unwrap_or(1);
+        // A bad step is a ValueError in Python (and PyTorch); the core refuses it too, for the Rust API.
+        if step == 0 {
+            return Err(PyValueError::new_err("slice step cannot be zero"));
+        }
+        if step < 0 {
+            return Err(PyValueError::new_err(format!(
+                "slice step must be greater than zero (got {step}): negative steps are not supported"
+            )));
+        }
         return Ok(IndexItem::Slice {
             start: opt_isize(s.getattr("start")?)?,
             stop: opt_isize(s.getattr("stop")?)?,
