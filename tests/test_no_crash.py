@@ -799,11 +799,20 @@ def op_setitem(p):
     if nk is None or not (a.dtype in (tg.float32, tg.float64) or CATEGORY[result_dtype([vn])] <= CATEGORY[a.dtype]):
         return
     e = an.copy()
+    target = np_or_none(lambda: e[nk])
+    if target is None:
+        p.fail(f"a[{key!r:.80}] = ... succeeded; NumPy refuses the key")
+    # PyTorch's rule for the value: broadcast to the indexed shape after dropping leading size-1 dims
+    # (NumPy's mask assignment is stricter: it takes 0-d or 1-d values only).
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if np_or_none(lambda: e.__setitem__(nk, np.asarray(vn).astype(e.dtype))) is None and np_or_none(
-                lambda: e[nk]) is None:
-            p.fail(f"a[{key!r:.80}] = ... succeeded; NumPy refuses the key")
+        val = np.asarray(vn).astype(e.dtype)
+    while val.ndim > np.ndim(target) and val.shape[0] == 1:
+        val = val[0]
+    try:
+        e[nk] = np.broadcast_to(val, np.shape(target))
+    except ValueError:
+        p.fail(f"a[{key!r:.80}] = value of shape {np.shape(vn)} succeeded; it does not broadcast to {np.shape(target)}")
     close(snap(p, a), e, a.dtype, "setitem values", p)
 
 
