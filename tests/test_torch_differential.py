@@ -38,6 +38,10 @@ KNOWN_DIFFERENCES = {
     # that fold needs a copy, the copy is what MmBackward saves, so an in-place write to the batch
     # afterwards goes unnoticed (and raises when the fold is a view). tapegrad always saves the batch.
     "matrix @ batch": "the batch operand itself is saved",
+    # Element-wise results are row-major in tapegrad and keep the input's strides in PyTorch (README),
+    # so reshape of such a result can be a view in one library and a copy in the other; an in-place
+    # write to its base then reaches the result (and its history) in one library only.
+    "reshape of differently strided tensors": "view or copy can differ",
 }
 SAVES_DIFFERENTLY = ("rpow", "rdiv", "to_float32", "to_float64")
 FILLS = ("zero_", "setitem_mask", "setitem_first")
@@ -274,6 +278,8 @@ def run_program(leaf_specs, steps, seed):
     for kind, name, i, j in steps:
         x = pool[i % len(pool)]
         if kind == "u":
+            if writes and name == "flatten" and x[0].stride() != x[1].stride():
+                continue  # KNOWN_DIFFERENCES["reshape of differently strided tensors"]
             r_tg, r_torch, errs = run_both(UNARY[name], x)
         elif kind == "b":
             y = pool[j % len(pool)]
