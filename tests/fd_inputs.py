@@ -13,6 +13,7 @@ Also ``augmented_assign``, the in-place operators ``+=``, ``-=``, ``*=``, ``/=``
 ``test_ops_values.py``).
 """
 
+import os
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -21,6 +22,10 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tapegrad as tg
+
+# Hypothesis examples per finite-difference test; raise it for a long local sweep
+# (TAPEGRAD_FD_EXAMPLES=500 python -m pytest tests/test_ops_grad.py tests/test_second_order.py).
+EXAMPLES = int(os.environ.get("TAPEGRAD_FD_EXAMPLES", "25"))
 
 # ---------------------------------------------------------------------------------------------------------
 # value domains

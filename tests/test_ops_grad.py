@@ -24,6 +24,7 @@ from conftest import numeric_grad
 from fd_inputs import (
     AWAY0,
     DISTINCT,
+    EXAMPLES,
     GRID_BOUND,
     GRID_HALF,
     POS,
@@ -45,7 +46,6 @@ from hypothesis.extra import numpy as hnp
 
 import tapegrad as tg
 
-EXAMPLES = 25
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 SHAPES = shapes(max_side=4)

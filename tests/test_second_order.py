@@ -27,6 +27,7 @@ import pytest
 from fd_inputs import (
     AWAY0,
     DISTINCT,
+    EXAMPLES,
     GRID_BOUND,
     GRID_HALF,
     PAIRS,
@@ -49,7 +50,6 @@ from hypothesis.extra import numpy as hnp
 
 import tapegrad as tg
 
-EXAMPLES = 25
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 EPS = 1e-6  # central differences of the first gradient
 H2 = 1e-4  # second mixed difference of the function
