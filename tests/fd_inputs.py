@@ -84,7 +84,7 @@ class Input:
             return tg.tensor(a, requires_grad=True)
         if self.layout == "t":
             leaf = tg.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2))).transpose(-1, -2)
-            assert not leaf.is_contiguous() or 1 in a.shape[-2:]
+            assert not leaf.is_contiguous() or 1 in a.shape[-2:] or a.size == 0  # as PyTorch: empty is contiguous
             return leaf.requires_grad_()
         if self.layout == "step":
             big = np.full(a.shape[:-1] + (2 * a.shape[-1],), np.nan)
