@@ -739,6 +739,8 @@ def np_key(p, key):
                 out.append(int(x.item()))
             else:
                 return None
+        elif isinstance(x, bool):
+            out.append(x)  # a 0-d mask in both
         elif isinstance(x, slice):
             if x.step is not None and x.step <= 0:
                 return None
@@ -766,7 +768,7 @@ def op_getitem(p):
     if e is None and ok:
         p.fail(f"a[{key!r:.80}] of {an.shape} succeeded; NumPy refuses")
     # A mask combined with other indices is refused (a limitation, with an IndexError that says so).
-    if e is not None and not ok and not any(isinstance(x, tg.Tensor) and x.dtype is tg.bool
+    if e is not None and not ok and not any(isinstance(x, bool) or (isinstance(x, tg.Tensor) and x.dtype is tg.bool)
                                             for x in (key if isinstance(key, tuple) else (key,))):
         p.fail(f"a[{key!r:.80}] of {an.shape} raised {type(r).__name__}: {r}; NumPy gives {np.shape(e)}")
     if ok and e is not None:

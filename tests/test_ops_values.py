@@ -1072,6 +1072,22 @@ def test_index_errors_name_index_dimension_and_size():
         t[0, ..., 0, ...]
 
 
+@pytest.mark.parametrize("flag", [True, False])
+def test_python_bool_index_is_a_0d_mask(flag):
+    # As NumPy and PyTorch: True adds an axis of size 1, False one of size 0 (a copy, like any mask).
+    a = np.arange(6.0).reshape(2, 3)
+    x = tg.tensor(a, requires_grad=True)
+    out = x[flag]
+    check(out.detach(), a[flag])
+    (out * 2).sum().backward()
+    check(x.grad, np.full(a.shape, 2.0 if flag else 0.0))
+    t = tg.tensor(a)
+    t[flag] = -1.0
+    e = a.copy()
+    e[flag] = -1.0
+    check(t, e)
+
+
 def test_slice_steps_below_one_are_value_errors_as_in_pytorch():
     t = tg.ones(4, requires_grad=True)
     with pytest.raises(ValueError, match="slice step cannot be zero"):

@@ -7,7 +7,8 @@ use pyo3::types::{PyBool, PyInt, PyList, PySlice, PyTuple};
 use super::convert::tensor_arg;
 use super::tensor::PyTensor;
 use crate::ops::IndexItem;
-use crate::tensor::dtype::DType;
+use crate::tensor::dtype::{DType, Scalar};
+use crate::tensor::Tensor;
 
 fn opt_isize(o: Bound<'_, PyAny>) -> PyResult<Option<isize>> {
     if o.is_none() {
@@ -37,7 +38,9 @@ fn item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
         };
     }
     if obj.is_instance_of::<PyBool>() {
-        return Err(PyIndexError::new_err("indexing with a Python bool is not supported; use a bool tensor"));
+        // As in PyTorch and NumPy: `True` is a 0-d mask (a new axis of size 1), `False` one of size 0.
+        let t = Tensor::full(&[], Scalar::Bool(obj.extract()?), DType::Bool)?;
+        return Ok(IndexItem::Mask(t));
     }
     if obj.is_instance_of::<PyInt>() || (obj.hasattr("__index__")? && !obj.hasattr("shape")?) {
         return Ok(IndexItem::Int(obj.call_method0("__index__")?.extract()?));
