@@ -788,6 +788,7 @@ def op_setitem(p):
     else:
         v, vn = p.draw(st.sampled_from(JUNK[:4] + HUGE_INTS[:1])), None
     before = a._version
+    nk = np_key(p, key)  # before the write: the mask may be the tensor written to
     ok, r = p.call(f"a[{key!r:.80}] = {v!r:.40} a={a.dtype}{a.shape}", lambda: a.__setitem__(key, v), (key, v))
     if not ok:
         if a._version == before:
@@ -797,7 +798,6 @@ def op_setitem(p):
         p.fail(f"assigning {v!r:.40} succeeded")
     if a.requires_grad and a.is_leaf and tg.is_grad_enabled():
         p.fail("item assignment to a leaf that requires grad succeeded")
-    nk = np_key(p, key)
     if nk is None or not (a.dtype in (tg.float32, tg.float64) or CATEGORY[result_dtype([vn])] <= CATEGORY[a.dtype]):
         return
     e = an.copy()
