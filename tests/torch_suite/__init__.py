@@ -1,0 +1,1 @@
+"""PyTorch's own autograd tests, carried over behaviour by behaviour (see README.md here)."""
