@@ -195,6 +195,19 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
                 op.input_name(j)
             )));
         }
+        let input_refs: Vec<&Tensor> = inputs.iter().collect();
+        inputs[j].check_inplace("mark_dirty", inputs[j].inplace_records(&input_refs))?;
+        // The base of a dirty view gets a CopySlices node whose new value is this node's output;
+        // with several outputs there would be no single output to read it from (PyTorch refuses too).
+        if recording && inputs[j].base().is_some() && raw.len() > 1 {
+            return Err(Error::autograd(format!(
+                "{name}: if your Function modifies inplace an input that is a view of another Tensor, your \
+                 Function cannot return more than one Tensor. This is not supported by the current autograd \
+                 engine. You should either make sure the input is not a view (using .clone() for example) or \
+                 make your Function only return one Tensor (potentially splitting it into two Functions: one \
+                 doing the inplace that returns the view and one doing the other operations)."
+            )));
+        }
         // A write through one of our in-place operations already bumped the version; a write that
         // bypassed them (through raw memory) did not, so mark_dirty does it.
         if inputs[j].version() == versions_before[j] {
@@ -204,14 +217,21 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
         dirty_inputs.push(j);
     }
 
-    // The handles returned to the caller.
+    // The handles returned to the caller. An output that shares memory with an input (the input
+    // returned as it is, or a view of it) is a view of that input, so that in-place writes to it
+    // or to the input are seen as such (and refused where they would override this backward).
+    let viewed_input = |o: &Tensor| match find_input(o) {
+        Some(j) if dirty_inputs.contains(&j) => None,
+        _ => (0..inputs.len()).find(|&j| o.shares_storage(&inputs[j])),
+    };
     let outputs: Vec<Tensor> = raw
         .iter()
-        .map(|o| match find_input(o) {
-            Some(j) if dirty_inputs.contains(&j) => inputs[j].clone(),
-            Some(_) => o.detach(),
-            None if o.requires_grad() => o.detach(),
-            None => o.clone(),
+        .map(|o| match (find_input(o), viewed_input(o)) {
+            (Some(j), _) if dirty_inputs.contains(&j) => inputs[j].clone(),
+            (_, Some(j)) => inputs[j].alias_with_layout(o.layout().clone()),
+            (Some(_), None) => o.detach(),
+            (None, None) if o.requires_grad() => o.detach(),
+            (None, None) => o.clone(),
         })
         .collect();
     if !needs.iter().any(|&n| n) {
@@ -219,6 +239,16 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
     }
     let is_non_diff = |o: &Tensor| ctx.non_differentiable.iter().any(|n| n.same(o));
     let differentiable: Vec<bool> = raw.iter().map(|o| !is_non_diff(o) && o.dtype().is_float()).collect();
+    let view_outputs: Vec<usize> =
+        (0..raw.len()).filter(|&i| differentiable[i] && viewed_input(&raw[i]).is_some()).collect();
+    for &i in &view_outputs {
+        let (name, nr) = (name.to_string(), i);
+        outputs[i].set_view_creation(if view_outputs.len() > 1 {
+            crate::tensor::ViewCreation::MultiOutput { name, nr }
+        } else {
+            crate::tensor::ViewCreation::InCustomFunction { name, nr }
+        });
+    }
     let saves = ctx
         .to_save
         .take()
@@ -244,6 +274,10 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
     for (i, o) in outputs.iter().enumerate() {
         if differentiable[i] {
             o.set_history(node.clone(), i);
+            // A dirty view: its base now holds this node's output in the view's region.
+            if let (Some(base), true) = (o.base(), find_input(&raw[i]).is_some_and(|j| dirty_inputs.contains(&j))) {
+                crate::ops::as_strided::rebase_view(base, o, o);
+            }
         }
     }
     Ok((outputs, Some(node)))

@@ -54,7 +54,11 @@ pub fn backward(
                 t.retain_grad()?;
             }
             let grads = run(roots, grad_roots, retain_graph, create_graph, inputs)?;
-            for (t, g) in inputs.iter().zip(grads) {
+            for (i, (t, g)) in inputs.iter().zip(grads).enumerate() {
+                // A tensor named twice in `inputs` gets its gradient once, as in PyTorch.
+                if inputs[..i].iter().any(|u| u.same(t)) {
+                    continue;
+                }
                 if let (None, Some(g)) = (t.grad_fn(), g) {
                     accumulate_into(t, g)?;
                 }

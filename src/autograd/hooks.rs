@@ -89,6 +89,17 @@ impl Tensor {
     }
 }
 
+/// Moves `t`'s `retain_grad` hook from the node of its old value to `new` (output `nr`).
+pub(crate) fn move_retain_hook(t: &Tensor, old: &Node, new: &Node, nr: usize) {
+    let weak = Arc::downgrade(&t.0);
+    let is_ours = |h: &PreHook| matches!(h, PreHook::Retain(w) if w.ptr_eq(&weak));
+    old.pre_hooks.lock().retain(|(_, h)| !is_ours(h));
+    let mut hooks = new.pre_hooks.lock();
+    if !hooks.iter().any(|(_, h)| is_ours(h)) {
+        hooks.push((nr, PreHook::Retain(weak)));
+    }
+}
+
 fn call(hook: &GradHook, g: Tensor) -> Result<Tensor> {
     match hook(&g)? {
         None => Ok(g),

@@ -69,6 +69,13 @@ pub trait Backward: Send + Sync {
         true
     }
 
+    /// True when the formula keeps a value other than a saved tensor that a released graph no
+    /// longer holds (the scalar of `x * 2`, which PyTorch saves as a tensor): running it again after
+    /// the graph was freed is then the error of a second backward.
+    fn keeps_values(&self) -> bool {
+        false
+    }
+
     /// The user's custom operation behind this formula, for bindings that need to reach it
     /// (Python's garbage collector visits the objects a Python custom function holds).
     fn custom_op(&self) -> Option<&dyn std::any::Any> {
@@ -157,6 +164,9 @@ impl Node {
 
     /// Runs the backward formula.
     pub fn apply(&self, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        if self.formula().keeps_values() && self.is_released() {
+            return Err(graph_freed_error());
+        }
         self.formula().apply(self, grads)
     }
 

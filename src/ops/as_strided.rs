@@ -16,7 +16,7 @@ use crate::autograd::node::{Backward, Node};
 use crate::autograd::record::record_node;
 use crate::error::Result;
 use crate::tensor::layout::Layout;
-use crate::tensor::Tensor;
+use crate::tensor::{Tensor, ViewCreation};
 
 /// Where a view sits inside its base.
 #[derive(Clone, Debug)]
@@ -130,15 +130,58 @@ impl Backward for CopySlices {
     }
 }
 
-/// Gives a stale view the history of a read of its region of `base` (NOTE [Stale views]).
-pub(crate) fn regenerate_view_history(base: &Tensor, view: &Tensor) {
-    record_node(
-        std::borrow::Cow::Borrowed("AsStridedBackward"),
-        &[base],
-        &[view],
-        Box::new(RegionWrite(Region::of(base, view))),
-        vec![],
-    );
+/// Gives a stale view the history of a read of its region of `base` (NOTE [Stale views]). A view
+/// whose history cannot be regenerated (a custom function's view output, whose backward would be
+/// silently replaced; a view made under `no_grad`, which never had one) gets a node that raises when
+/// backward reaches it, as PyTorch raises when such a view is used.
+pub(crate) fn regenerate_view_history(base: &Tensor, view: &Tensor, creation: &ViewCreation) {
+    let what = "its base or another view of its base has been modified inplace";
+    match view_rebase_error(creation, what) {
+        None => record_region_read(base, view, view),
+        Some(message) => {
+            let name = std::borrow::Cow::Borrowed("AsStridedBackward");
+            record_node(name, &[base], &[view], Box::new(RaiseOnBackward(message)), vec![]);
+        }
+    }
+}
+
+/// Gives `out` (the view's values, or a copy of them) the history of a read of `view`'s region of
+/// `base`'s current history.
+pub(crate) fn record_region_read(base: &Tensor, view: &Tensor, out: &Tensor) {
+    let formula = Box::new(RegionWrite(Region::of(base, view)));
+    record_node(std::borrow::Cow::Borrowed("AsStridedBackward"), &[base], &[out], formula, vec![]);
+}
+
+/// Why a view made this way cannot take a new history, in PyTorch's words; `what` says what happened.
+pub(crate) fn view_rebase_error(creation: &ViewCreation, what: &str) -> Option<String> {
+    match creation {
+        ViewCreation::Default => None,
+        ViewCreation::NoGradMode => Some(format!(
+            "A view was created in no_grad mode and {what} with grad mode enabled. Given that this use case is \
+             ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and \
+             the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or \
+             both outside (if you want the inplace to be tracked)."
+        )),
+        ViewCreation::InCustomFunction { name, nr } => Some(format!(
+            "Output {nr} of {name} is a view and {what}. This view was created inside a custom Function (or \
+             because an input was returned as-is) and the autograd logic to handle view+inplace would override \
+             the custom backward associated with the custom Function, leading to incorrect gradients. This \
+             behavior is forbidden. You can fix this by cloning the output of the custom Function."
+        )),
+        ViewCreation::MultiOutput { name, nr } => Some(format!(
+            "Output {nr} of {name} is a view and {what}. This view is the output of a function that returns \
+             multiple views. Such functions do not allow the output views to be modified inplace. You should \
+             replace the inplace operation by an out-of-place one."
+        )),
+    }
+}
+
+/// The history of a view that may not be differentiated through: backward raises `message`.
+struct RaiseOnBackward(String);
+impl Backward for RaiseOnBackward {
+    fn apply(&self, _node: &Node, _grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        Err(crate::error::Error::autograd(self.0.clone()))
+    }
 }
 
 /// Gives `base` and `view` their history after `new_value` was written through `view`.
@@ -150,5 +193,5 @@ pub(crate) fn rebase_view(base: &Tensor, view: &Tensor, new_value: &Tensor) {
         Box::new(CopySlices(Region::of(base, view))),
         vec![],
     );
-    regenerate_view_history(base, view);
+    regenerate_view_history(base, view, &ViewCreation::Default);
 }

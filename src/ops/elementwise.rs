@@ -209,7 +209,44 @@ impl Binary {
     }
 }
 
-struct BinaryBackward(Binary);
+/// The backward of `a (op) b`. It saves only what the gradients of the inputs that need one use
+/// (`x * c` with a constant `c` keeps `c`, not `x`), so an in-place write to an operand whose value
+/// no gradient needs does not invalidate the graph: the indices say where each kept value sits.
+struct BinaryBackward {
+    op: Binary,
+    a: Option<usize>,
+    b: Option<usize>,
+    out: Option<usize>,
+}
+
+impl BinaryBackward {
+    /// The formula and its saves, given which inputs need a gradient.
+    fn new(op: Binary, a: &Tensor, b: &Tensor, need_a: bool, need_b: bool) -> (Self, Vec<Save>) {
+        let (keep_a, keep_b, keep_out) = match op {
+            Binary::Add | Binary::Sub => (false, false, false),
+            Binary::Mul => (need_b, need_a, false),
+            Binary::Div => (need_b, true, false),
+            Binary::Pow => (true, need_a, need_b),
+        };
+        let mut saves = Vec::new();
+        let mut keep = |flag: bool, s: Save| {
+            flag.then(|| {
+                saves.push(s);
+                saves.len() - 1
+            })
+        };
+        let a = keep(keep_a, Save::Input(a.clone()));
+        let b = keep(keep_b, Save::Input(b.clone()));
+        let out = keep(keep_out, Save::Output(0));
+        (BinaryBackward { op, a, b, out }, saves)
+    }
+}
+
+/// The saved value at `slot`, which the formula's own save rule guarantees is there.
+fn kept(saved: &[Tensor], slot: Option<usize>) -> Result<&Tensor> {
+    slot.and_then(|i| saved.get(i))
+        .ok_or_else(|| Error::autograd("internal error: a backward formula needs a value it did not save"))
+}
 
 impl Backward for BinaryBackward {
     fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
@@ -218,28 +255,40 @@ impl Backward for BinaryBackward {
         };
         let need = |i: usize| node.next_edges()[i].is_some();
         let saved = node.unpack_saved()?;
-        let (ga, gb) = match self.0 {
+        let (a, b, out) = (kept(&saved, self.a), kept(&saved, self.b), kept(&saved, self.out));
+        let (ga, gb) = match self.op {
             Binary::Add => (Some(g.clone()), Some(g)),
             Binary::Sub => (Some(g.clone()), if need(1) { Some(g.neg()?) } else { None }),
             Binary::Mul => {
-                let (a, b) = (&saved[0], &saved[1]);
-                (if need(0) { Some(g.mul(b)?) } else { None }, if need(1) { Some(g.mul(a)?) } else { None })
+                (if need(0) { Some(g.mul(b?)?) } else { None }, if need(1) { Some(g.mul(a?)?) } else { None })
             }
             Binary::Div => {
-                let (a, b) = (&saved[0], &saved[1]);
+                let b = b?;
                 (
                     if need(0) { Some(g.div(b)?) } else { None },
-                    if need(1) { Some(g.mul(a)?.div(&b.mul(b)?)?.neg()?) } else { None },
+                    if need(1) { Some(g.mul(a?)?.div(&b.mul(b)?)?.neg()?) } else { None },
                 )
             }
             Binary::Pow => {
-                let (a, b, out) = (&saved[0], &saved[1], &saved[2]);
-                let ga = if need(0) { Some(g.mul(b)?.mul(&a.pow(&b.sub_scalar(1.0)?)?)?) } else { None };
+                let a = a?;
+                // d/da a^b = b a^(b-1), taken as 0 where b == 0 and a == 0 (a^0 is constant; the
+                // product is 0 * inf there). Only there: elsewhere the product is already 0 at b == 0,
+                // and keeping it keeps its derivative with respect to b (a^(b-1)).
+                let ga = if need(0) {
+                    let b = b?;
+                    let grad = g.mul(b)?.mul(&a.pow(&b.sub_scalar(1.0)?)?)?;
+                    let zero_pow_zero = b.detach().eq_scalar(0.0)?.logical(&a.detach().eq_scalar(0.0)?, '&')?;
+                    Some(grad.where_scalar_other(&zero_pow_zero.logical_not()?, 0.0)?)
+                } else {
+                    None
+                };
+                // d/db a^b = a^b ln a, taken as 0 where a == 0 and b >= 0 (the limit from a > 0);
+                // at a == 0 and b < 0 it is -inf, as in PyTorch.
                 let gb = if need(1) {
-                    // d/db a^b = a^b ln a, taken as 0 where a == 0 (the limit for b > 0).
-                    let zero = a.detach().eq_scalar(0.0)?;
-                    let safe_a = a.where_scalar_other(&zero.logical_not()?, 1.0)?;
-                    Some(g.mul(out)?.mul(&safe_a.log()?)?)
+                    let out = out?;
+                    let zero_base = a.detach().eq_scalar(0.0)?;
+                    let b_nonneg = node_input_nonneg(out, &zero_base)?;
+                    Some(g.mul(out)?.mul(&a.log()?)?.where_scalar_other(&b_nonneg.logical_not()?, 0.0)?)
                 } else {
                     None
                 };
@@ -248,6 +297,12 @@ impl Backward for BinaryBackward {
         };
         Ok(vec![ga, gb])
     }
+}
+
+/// Where `a == 0` (given as `zero_base`) and `b >= 0`, read off the result: 0^b is 0 or 1 for
+/// b >= 0 and +inf for b < 0.
+fn node_input_nonneg(out: &Tensor, zero_base: &Tensor) -> Result<Tensor> {
+    zero_base.logical(&out.detach().compare_scalar(1.0, Cmp::Le)?, '&')
 }
 
 /// `x ** y` on integers; a negative exponent truncates 1/x^|y| toward 0 as in PyTorch (was: always 0,
@@ -375,6 +430,10 @@ struct ScalarBackward {
 }
 
 impl Backward for ScalarBackward {
+    fn keeps_values(&self) -> bool {
+        matches!(self.op, ScalarOp::Mul | ScalarOp::Div)
+    }
+
     fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
         let Some(g) = grads.into_iter().next().flatten() else {
             return Ok(vec![None]);
@@ -391,7 +450,7 @@ impl Backward for ScalarBackward {
             }
             ScalarOp::Pow => {
                 if s == 0.0 {
-                    g.mul_scalar(0.0)?
+                    Tensor::zeros(g.shape(), g.dtype())?
                 } else {
                     let x = &node.unpack_saved()?[0];
                     g.mul(&x.pow_scalar(s - 1.0)?)?.mul_scalar(s)?
@@ -399,7 +458,13 @@ impl Backward for ScalarBackward {
             }
             ScalarOp::RPow => {
                 let out = &node.unpack_saved()?[0];
-                g.mul(out)?.mul_scalar(s.ln())?
+                let grad = g.mul(out)?.mul_scalar(s.ln())?;
+                if s == 0.0 {
+                    // 0^x: the gradient is 0 where x >= 0 (0^x is 0 or 1 there) and -inf where x < 0.
+                    grad.where_scalar_other(&out.detach().compare_scalar(1.0, Cmp::Gt)?, 0.0)?
+                } else {
+                    grad
+                }
             }
         };
         Ok(vec![Some(gi)])
@@ -570,12 +635,7 @@ impl Tensor {
         let b = other.to_dtype(dt)?;
         let out = op.kernel(&a, &b)?;
         record(op.node_name(), &[&a, &b], &[&out], || {
-            let saves = match op {
-                Binary::Add | Binary::Sub => vec![],
-                Binary::Mul | Binary::Div => vec![Save::Input(a.clone()), Save::Input(b.clone())],
-                Binary::Pow => vec![Save::Input(a.clone()), Save::Input(b.clone()), Save::Output(0)],
-            };
-            (BinaryBackward(op), saves)
+            BinaryBackward::new(op, &a, &b, a.requires_grad(), b.requires_grad())
         });
         Ok(out)
     }

@@ -196,7 +196,7 @@ impl Tensor {
         let out = Tensor::zeros(shape, src.dtype())?;
         let view = out.alias_with_layout(basic_layout(&out, items)?);
         super::kernel::write_into(&view, src)?;
-        let out = out.detach_fresh();
+        let out = out.detach();
         record("IndexScatterBackward", &[src], &[&out], || (IndexScatterBackward { items: items.to_vec() }, vec![]));
         Ok(out)
     }

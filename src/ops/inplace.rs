@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 
+use super::as_strided::view_rebase_error;
 use super::elementwise::{Binary, ScalarOp};
 use super::index::IndexItem;
 use super::kernel::{map_in_place, with_dst_src, zip_in_place, Cost};
@@ -49,22 +50,34 @@ fn camel_case(op: &str) -> String {
 }
 
 impl Tensor {
-    /// Refuses in-place writes that would corrupt autograd state.
-    fn check_inplace(&self, op: &str) -> Result<()> {
-        if is_grad_enabled() {
-            if self.is_leaf() && self.requires_grad() {
-                return Err(Error::autograd(format!(
-                    "a leaf tensor that requires grad is being used in an in-place operation ({op}). \
-                     Wrap the update in `with tapegrad.no_grad():`, or work on a copy (`.clone()`)."
-                )));
-            }
+    /// True when an in-place write to this tensor with these operands is recorded (or must be
+    /// checked as if it were): grad mode on and the tensor, its base or an operand requiring grad.
+    pub(crate) fn inplace_records(&self, operands: &[&Tensor]) -> bool {
+        is_grad_enabled()
+            && (self.requires_grad()
+                || self.base().is_some_and(|b| b.requires_grad())
+                || operands.iter().any(|t| t.requires_grad()))
+    }
+
+    /// Refuses in-place writes that would corrupt autograd state (`recording`: see `inplace_records`).
+    pub(crate) fn check_inplace(&self, op: &str, recording: bool) -> Result<()> {
+        if recording {
             if let Some(base) = self.base() {
+                if let Some(message) = view_rebase_error(&self.view_creation(), "is being modified inplace") {
+                    return Err(Error::autograd(message));
+                }
                 if base.is_leaf() && base.requires_grad() {
                     return Err(Error::autograd(format!(
                         "a view of a leaf tensor that requires grad is being used in an in-place \
                          operation ({op})."
                     )));
                 }
+            }
+            if self.is_leaf() && self.requires_grad() {
+                return Err(Error::autograd(format!(
+                    "a leaf tensor that requires grad is being used in an in-place operation ({op}). \
+                     Wrap the update in `with tapegrad.no_grad():`, or work on a copy (`.clone()`)."
+                )));
             }
         }
         if self.layout().has_internal_overlap() {
@@ -76,13 +89,36 @@ impl Tensor {
         Ok(())
     }
 
+    /// The value an in-place write starts from, for recording: a copy (the write is about to change
+    /// the memory, and the new value's node may save its input). For a view, the copy's history is a
+    /// read of the base's current history, as PyTorch's CopySlices computes it: the view's own older
+    /// node (and the hooks on it) is no longer on the path.
+    fn old_value_for_write(&self) -> Result<Tensor> {
+        let old = self.detach().clone_data()?;
+        match self.base() {
+            Some(base) if base.requires_grad() => {
+                super::as_strided::record_region_read(base, self, &old);
+                Ok(old)
+            }
+            _ if self.requires_grad() => self.clone_tensor(),
+            _ => Ok(old),
+        }
+    }
+
     /// Runs `compute(old value)` and stores the result in this tensor (see the module note).
-    pub fn apply_inplace(&self, op: &'static str, compute: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<()> {
-        self.check_inplace(op)?;
-        let recording = is_grad_enabled();
+    /// `operands` are the other tensors the new value depends on.
+    pub fn apply_inplace(
+        &self,
+        op: &'static str,
+        operands: &[&Tensor],
+        compute: impl FnOnce(&Tensor) -> Result<Tensor>,
+    ) -> Result<()> {
+        let recording = self.inplace_records(operands);
+        self.check_inplace(op, recording)?;
         // When recording, the old value is copied so that the new node does not save memory that
-        // this very write is about to change.
-        let old = if recording && self.requires_grad() { self.clone_tensor()? } else { self.detach() };
+        // this very write is about to change (an operand that requires grad may need it saved even
+        // when this tensor does not require grad: `a.mul_(b)` saves `a` for `b`'s gradient).
+        let old = if recording { self.old_value_for_write()? } else { self.detach() };
         let new = compute(&old)?;
         if new.shape() != self.shape()
             && crate::tensor::layout::broadcast_shapes(new.shape(), self.shape())? != self.shape()
@@ -100,11 +136,9 @@ impl Tensor {
                 self.dtype()
             )));
         }
-        let rebase = recording
-            && (new.requires_grad() || self.requires_grad() || self.base().is_some_and(|b| b.requires_grad()));
         super::kernel::write_into(self, &new)?;
         self.storage().bump_version(Cow::Borrowed(op), anomaly::current_location());
-        if rebase {
+        if recording {
             let new = if new.shape() != self.shape() { new.expand(self.shape())? } else { new };
             let new = if new.dtype() != self.dtype() { new.to_dtype(self.dtype())? } else { new };
             match self.base() {
@@ -112,19 +146,17 @@ impl Tensor {
                 None => match new.grad_fn() {
                     // `copy_` replaces the value with one that does not depend on it: the old history
                     // gets a zero gradient and the source the upstream one, as PyTorch's CopyBackwards.
-                    // (Was: a source with history became this tensor's history, so the old one got no
-                    // gradient at all, and a leaf source of the same shape and dtype, having no node,
-                    // silently got no gradient.)
                     _ if op == "copy_" && new.requires_grad() => {
                         record_node(Cow::Borrowed("CopyBackward"), &[&old, &new], &[self], Box::new(CopiedIn), vec![]);
                     }
                     Some(f) => self.set_history(f, new.output_nr()),
                     // A value without history (a constant copied in, `fill_`, `zero_`) replaces what the
                     // tensor held: it still requires grad, and its old history gets a zero gradient.
-                    None => {
+                    None if self.requires_grad() => {
                         let name = Cow::Owned(format!("{}Backward", camel_case(op)));
                         record_node(name, &[&old], &[self], Box::new(Overwritten), vec![]);
                     }
+                    None => {}
                 },
             }
         }
@@ -135,9 +167,9 @@ impl Tensor {
     /// `apply_inplace`.
     fn binary_(&self, other: &Tensor, op: Binary, name: &'static str) -> Result<()> {
         if !self.fast_inplace_ok(other.requires_grad(), other.dtype()) || self.shares_storage(other) {
-            return self.apply_inplace(name, |s| s.binary(other, op));
+            return self.apply_inplace(name, &[other], |s| s.binary(other, op));
         }
-        self.check_inplace(name)?;
+        self.check_inplace(name, false)?;
         // When the shapes do not broadcast at all, the broadcast error names both of them (was: "doesn't
         // match the broadcast shape []", naming only one).
         let other = other.expand(self.shape()).map_err(|_| {
@@ -172,9 +204,9 @@ impl Tensor {
     /// `self (op)= s`, in one pass when nothing is recorded.
     fn scalar_(&self, s: Scalar, op: ScalarOp, name: &'static str) -> Result<()> {
         if !self.fast_inplace_ok(false, s.result_dtype_with(self.dtype())) {
-            return self.apply_inplace(name, |x| x.scalar_op(s, op));
+            return self.apply_inplace(name, &[], |x| x.scalar_op(s, op));
         }
-        self.check_inplace(name)?;
+        self.check_inplace(name, false)?;
         crate::dispatch_float!(self.dtype(), name, T => {
             let v = <T as crate::tensor::element::Element>::from_f64(s.as_f64());
             self.update_in_place::<T>(name, move |d: &mut [T]| match op {
@@ -190,7 +222,7 @@ impl Tensor {
     /// The fast path applies to contiguous float tensors of the result's dtype, when nothing
     /// will be recorded.
     fn fast_inplace_ok(&self, other_requires_grad: bool, result_dtype: crate::DType) -> bool {
-        let recording = is_grad_enabled() && (self.requires_grad() || other_requires_grad);
+        let recording = self.inplace_records(&[]) || (is_grad_enabled() && other_requires_grad);
         !recording && self.dtype().is_float() && result_dtype == self.dtype() && self.layout().is_contiguous()
     }
 
@@ -257,11 +289,11 @@ impl Tensor {
 
     /// `fill_` and `zero_`: one pass over the memory when nothing is recorded.
     fn fill_named(&self, s: Scalar, name: &'static str) -> Result<()> {
-        let recording = is_grad_enabled() && self.requires_grad();
+        let recording = self.inplace_records(&[]);
         if recording || !self.layout().is_contiguous() || (matches!(s, Scalar::Float(_)) && !self.dtype().is_float()) {
-            return self.apply_inplace(name, |x| Tensor::full(x.shape(), s, x.dtype()));
+            return self.apply_inplace(name, &[], |x| Tensor::full(x.shape(), s, x.dtype()));
         }
-        self.check_inplace(name)?;
+        self.check_inplace(name, false)?;
         crate::dispatch_all!(self.dtype(), T => {
             use crate::tensor::element::Element;
             let v = match s {
@@ -274,12 +306,12 @@ impl Tensor {
     }
     /// Clamps in place.
     pub fn clamp_(&self, min: Option<f64>, max: Option<f64>) -> Result<()> {
-        self.apply_inplace("clamp_", |x| x.clamp(min, max))
+        self.apply_inplace("clamp_", &[], |x| x.clamp(min, max))
     }
     /// Copies `src` (broadcast, cast) into this tensor.
     pub fn copy_(&self, src: &Tensor) -> Result<()> {
         let dtype = self.dtype();
-        self.apply_inplace("copy_", |x| src.expand(x.shape())?.to_dtype(dtype))
+        self.apply_inplace("copy_", &[src], |x| src.expand(x.shape())?.to_dtype(dtype))
     }
     /// `self[items] = value`.
     pub fn index_put_(&self, items: &[IndexItem], value: &Tensor) -> Result<()> {
@@ -291,7 +323,7 @@ impl Tensor {
             {
                 // `t[mask] = scalar` with nothing recorded (a custom backward zeroing a gradient):
                 // one pass over the memory.
-                self.check_inplace("index_put_")?;
+                self.check_inplace("index_put_", false)?;
                 let keep = mask.to_vec::<bool>()?;
                 return crate::dispatch_float!(self.dtype(), "index_put_", T => {
                     let v: T = value.to_dtype(self.dtype())?.to_vec::<T>()?[0];
@@ -301,12 +333,12 @@ impl Tensor {
                 });
             }
         }
-        self.apply_inplace("index_put_", |x| x.index_put_value(items, value))
+        self.apply_inplace("index_put_", &[value], |x| x.index_put_value(items, value))
     }
     /// `self[mask] = s`.
     pub fn masked_fill_(&self, mask: &Tensor, s: impl Into<Scalar>) -> Result<()> {
         let v = Tensor::scalar_tensor(s.into(), self.dtype())?;
-        self.apply_inplace("masked_fill_", |x| x.index_put_value(&[IndexItem::Mask(mask.clone())], &v))
+        self.apply_inplace("masked_fill_", &[], |x| x.index_put_value(&[IndexItem::Mask(mask.clone())], &v))
     }
 
     /// Adds `other` into this tensor's memory with no autograd checks or recording (gradient

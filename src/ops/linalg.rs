@@ -142,13 +142,34 @@ impl Backward for MmBackward {
             return Ok(vec![None, None]);
         };
         let saved = node.unpack_saved()?;
-        let (a, b) = (&saved[0], &saved[1]);
         let need = |i: usize| node.next_edges()[i].is_some();
-        Ok(vec![if need(0) { Some(g.mm(&b.t()?)?) } else { None }, if need(1) { Some(a.t()?.mm(&g)?) } else { None }])
+        let (b, a) = kept_operands(&saved, need(0), need(1));
+        Ok(vec![if need(0) { Some(g.mm(&b?.t()?)?) } else { None }, if need(1) { Some(a?.t()?.mm(&g)?) } else { None }])
     }
 }
 
 struct BmmBackward;
+
+/// What a product `a @ b` saves: `b` when `a` needs a gradient, `a` when `b` does (in that order), so
+/// that an in-place write to an operand whose value no gradient needs does not invalidate the graph.
+fn product_saves(a: &Tensor, b: &Tensor) -> Vec<Save> {
+    let mut saves = Vec::new();
+    if a.requires_grad() {
+        saves.push(Save::Input(b.clone()));
+    }
+    if b.requires_grad() {
+        saves.push(Save::Input(a.clone()));
+    }
+    saves
+}
+
+/// The values `product_saves` kept, as (`b` for `a`'s gradient, `a` for `b`'s gradient).
+fn kept_operands(saved: &[Tensor], need_a: bool, need_b: bool) -> (Result<&Tensor>, Result<&Tensor>) {
+    let missing = || Error::autograd("internal error: a matrix product's backward lacks an operand it needs");
+    let b = if need_a { saved.first().ok_or_else(missing) } else { Err(missing()) };
+    let a = if need_b { saved.get(usize::from(need_a)).ok_or_else(missing) } else { Err(missing()) };
+    (b, a)
+}
 
 impl Backward for BmmBackward {
     fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
@@ -156,11 +177,11 @@ impl Backward for BmmBackward {
             return Ok(vec![None, None]);
         };
         let saved = node.unpack_saved()?;
-        let (a, b) = (&saved[0], &saved[1]);
         let need = |i: usize| node.next_edges()[i].is_some();
+        let (b, a) = kept_operands(&saved, need(0), need(1));
         Ok(vec![
-            if need(0) { Some(g.bmm(&b.transpose(1, 2)?)?) } else { None },
-            if need(1) { Some(a.transpose(1, 2)?.bmm(&g)?) } else { None },
+            if need(0) { Some(g.bmm(&b?.transpose(1, 2)?)?) } else { None },
+            if need(1) { Some(a?.transpose(1, 2)?.bmm(&g)?) } else { None },
         ])
     }
 }
@@ -187,7 +208,7 @@ impl Tensor {
         } else {
             dispatch_float!(dt, "mm", T => gemm_batched::<T>(&a, &b, 1, m, k, n)?)
         };
-        record("MmBackward", &[&a, &b], &[&out], || (MmBackward, vec![Save::Input(a.clone()), Save::Input(b.clone())]));
+        record("MmBackward", &[&a, &b], &[&out], || (MmBackward, product_saves(&a, &b)));
         Ok(out)
     }
 
@@ -212,9 +233,7 @@ impl Tensor {
         } else {
             dispatch_float!(dt, "bmm", T => gemm_batched::<T>(&a, &b, batch, m, k, n)?)
         };
-        record("BmmBackward", &[&a, &b], &[&out], || {
-            (BmmBackward, vec![Save::Input(a.clone()), Save::Input(b.clone())])
-        });
+        record("BmmBackward", &[&a, &b], &[&out], || (BmmBackward, product_saves(&a, &b)));
         Ok(out)
     }
 

@@ -328,7 +328,7 @@ impl Tensor {
             super::kernel::write_into(&part, t)?;
             start += len;
         }
-        let out = out.detach_fresh();
+        let out = out.detach();
         let inputs: Vec<Tensor> = tensors.iter().map(|t| t.to_dtype(dtype)).collect::<Result<_>>()?;
         let refs: Vec<&Tensor> = inputs.iter().collect();
         let sizes: Vec<usize> = tensors.iter().map(|t| t.shape()[d]).collect();
@@ -351,10 +351,5 @@ impl Tensor {
         let d = wrap_dim(dim, first.ndim() + 1)?;
         let parts: Vec<Tensor> = tensors.iter().map(|t| t.unsqueeze(d as isize)).collect::<Result<_>>()?;
         Tensor::cat(&parts, d as isize)
-    }
-
-    /// The same storage under a fresh handle with no base (for results built through views).
-    pub(crate) fn detach_fresh(&self) -> Tensor {
-        Tensor::from_parts(self.storage().clone(), self.layout().clone(), self.dtype(), None)
     }
 }

@@ -132,7 +132,7 @@ fn inplace<'py>(slf: Bound<'py, PyTensor>, other: &Bound<'_, PyAny>, op: Binary)
         Binary::Sub => t.sub_(&o)?,
         Binary::Mul => t.mul_(&o)?,
         Binary::Div => t.div_(&o)?,
-        Binary::Pow => t.apply_inplace("pow_", |x| x.pow(&o))?,
+        Binary::Pow => t.apply_inplace("pow_", &[&o], |x| x.pow(&o))?,
     }
     Ok(slf)
 }

@@ -52,8 +52,28 @@ pub struct AutogradMeta {
     pub retains_grad: bool,
     /// Gradient hooks of a leaf (a non-leaf's hooks live on its `grad_fn`).
     pub(crate) hooks: Vec<(u64, crate::autograd::hooks::GradHook)>,
-    /// For a view with history: the storage version its `grad_fn` describes (NOTE [Stale views]).
+    /// For a differentiable view: the storage version its `grad_fn` (or its lack of one) describes
+    /// (NOTE [Stale views]).
     pub(crate) view_version: Option<u64>,
+    /// For a view: how it was made, which decides what an in-place write to it may do.
+    pub(crate) view_creation: ViewCreation,
+}
+
+/// How a view was made (PyTorch's `CreationMeta`). Only a view made by a built-in operation with
+/// grad mode on may be written in place while recording: for the others, the history that the
+/// write would have to give the view would silently replace the one it has (a custom function's
+/// backward) or invent one it never had (a view made under `no_grad`), so the write is refused.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) enum ViewCreation {
+    /// By a built-in operation with grad mode on.
+    #[default]
+    Default,
+    /// Under `no_grad` (or from such a view).
+    NoGradMode,
+    /// Returned by a custom function (an input returned as it is, or a view of one): output `nr` of `name`.
+    InCustomFunction { name: String, nr: usize },
+    /// One of several views returned by one custom function.
+    MultiOutput { name: String, nr: usize },
 }
 
 impl std::fmt::Debug for Tensor {
@@ -100,10 +120,38 @@ impl Tensor {
         Tensor(Arc::new(TensorImpl { storage, layout, dtype, base, meta: Mutex::new(AutogradMeta::default()) }))
     }
 
-    /// A view sharing this tensor's storage (and version counter), with no history.
+    /// A view sharing this tensor's storage (and version counter), with no history yet. A view of a
+    /// view made under `no_grad`, or made under `no_grad` itself, stays a no-grad-mode view.
     pub(crate) fn alias_with_layout(&self, layout: Layout) -> Tensor {
         let base = Some(self.0.base.clone().unwrap_or_else(|| self.clone()));
-        Tensor::from_parts(self.0.storage.clone(), layout, self.0.dtype, base)
+        let out = Tensor::from_parts(self.0.storage.clone(), layout, self.0.dtype, base);
+        let inherited =
+            if self.0.base.is_some() { self.0.meta.lock().view_creation.clone() } else { ViewCreation::Default };
+        let creation = match inherited {
+            ViewCreation::Default if !crate::autograd::grad_mode::is_grad_enabled() => ViewCreation::NoGradMode,
+            c => c,
+        };
+        {
+            let mut m = out.0.meta.lock();
+            if creation == ViewCreation::Default {
+                m.view_version = Some(out.version());
+            }
+            m.view_creation = creation;
+        }
+        out
+    }
+
+    /// How this view was made (`Default` for a tensor that is not a view).
+    pub(crate) fn view_creation(&self) -> ViewCreation {
+        if self.0.base.is_none() {
+            return ViewCreation::Default;
+        }
+        self.0.meta.lock().view_creation.clone()
+    }
+
+    /// Marks this view as made by a custom function.
+    pub(crate) fn set_view_creation(&self, creation: ViewCreation) {
+        self.0.meta.lock().view_creation = creation;
     }
 
     /// The shape.
@@ -159,6 +207,7 @@ impl Tensor {
 
     /// Whether gradients flow to or through this tensor.
     pub fn requires_grad(&self) -> bool {
+        self.refresh_view_history();
         let m = self.0.meta.lock();
         m.requires_grad || m.grad_fn.is_some()
     }
@@ -226,9 +275,12 @@ impl Tensor {
     /// Regenerates a stale view's history (NOTE [Stale views]).
     pub(crate) fn refresh_view_history(&self) {
         let Some(base) = &self.0.base else { return };
-        let stale = matches!(self.0.meta.lock().view_version, Some(v) if v != self.version());
+        let (stale, creation) = {
+            let m = self.0.meta.lock();
+            (matches!(m.view_version, Some(v) if v != self.version()), m.view_creation.clone())
+        };
         if stale && base.requires_grad() {
-            crate::ops::as_strided::regenerate_view_history(base, self);
+            crate::ops::as_strided::regenerate_view_history(base, self, &creation);
         }
     }
 
@@ -247,19 +299,33 @@ impl Tensor {
         self.0.meta.lock().retains_grad
     }
 
+    /// Gives this tensor its (new) history. After an in-place write, a `retain_grad` moves to the new
+    /// node, so `.grad` is the gradient of the tensor's current value; other hooks stay where they
+    /// were registered, on the value they saw (as in PyTorch).
     pub(crate) fn set_history(&self, grad_fn: Arc<Node>, output_nr: usize) {
-        let mut m = self.0.meta.lock();
-        m.grad_fn = Some(grad_fn);
-        m.output_nr = output_nr;
-        m.requires_grad = true;
-        if self.0.base.is_some() {
-            m.view_version = Some(self.0.storage.version());
+        let (old, retains) = {
+            let mut m = self.0.meta.lock();
+            let old = m.grad_fn.replace(grad_fn.clone());
+            m.output_nr = output_nr;
+            m.requires_grad = true;
+            if self.0.base.is_some() {
+                m.view_version = Some(self.0.storage.version());
+            }
+            (old, m.retains_grad)
+        };
+        // The old node is dropped here, outside the tensor's lock: dropping it may run Python code.
+        if let Some(old) = old {
+            if retains && !Arc::ptr_eq(&old, &grad_fn) {
+                crate::autograd::hooks::move_retain_hook(self, &old, &grad_fn, output_nr);
+            }
         }
     }
 
-    /// Same data, same storage and version counter, no history.
+    /// Same data, same storage and version counter, no history. As in PyTorch, the result is not a
+    /// view for autograd: an in-place write through it changes the memory (and bumps the shared
+    /// version counter) but gives no tensor a new history.
     pub fn detach(&self) -> Tensor {
-        Tensor::from_parts(self.0.storage.clone(), self.0.layout.clone(), self.0.dtype, self.0.base.clone())
+        Tensor::from_parts(self.0.storage.clone(), self.0.layout.clone(), self.0.dtype, None)
     }
 
     // ---- data access ----
