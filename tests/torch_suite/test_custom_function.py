@@ -366,3 +366,326 @@ def test_hook_none():
     (rx + ry).sum().backward()
     assert called
     np.testing.assert_array_equal(arr(x.grad), np.ones((5, 5)))
+
+
+# covers: test_autograd.py::TestAutograd::test_save_output_nr
+def test_save_output_nr():
+    x = tg.randn(10, requires_grad=True)
+
+    class Split(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x[:5], x[5:]
+
+        @staticmethod
+        def backward(ctx, *grads):
+            return tg.cat(grads)
+
+    a, b = Split.apply(x)
+    assert b.output_nr == 1
+    seen = []
+
+    class SaveB(tg.Function):
+        @staticmethod
+        def forward(ctx, b):
+            ctx.save_for_backward(b)
+            return b * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            (saved,) = ctx.saved_tensors
+            seen.append(saved.output_nr)
+            return None
+
+    SaveB.apply(b).sum().backward()
+    assert seen == [1]
+
+
+# covers: test_autograd.py::TestAutograd::test_mark_non_differentiable
+# (PyTorch zeroes with `masked_fill`, which tapegrad lacks; `tg.where` does the same)
+def test_mark_non_differentiable():
+    class Positive(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            out = x > 0
+            ctx.mark_non_differentiable(out)
+            return out
+
+        @staticmethod
+        def backward(ctx, g):
+            return (g * 0).to(tg.float64)
+
+    X = RNG.standard_normal((5, 5)).astype(np.float32)
+    x = leaf(X)
+    mask = Positive.apply(x)
+    assert not mask.requires_grad
+    y = tg.where(mask, tg.zeros_like(x), x)
+    y.sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), (X <= 0).astype(np.float32))
+
+
+# covers: test_autograd.py::TestAutograd::test_mark_non_differentiable_mixed
+def test_mark_non_differentiable_mixed():
+    seen = []
+
+    class Mixed(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            a = x + 1
+            b = x + 2
+            ctx.mark_non_differentiable(a)
+            return a, b
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            seen.append((arr(ga).copy(), arr(gb).copy()))
+            return gb
+
+    x = tg.randn(5, 5, requires_grad=True)
+    a, b = Mixed.apply(x)
+    assert not a.requires_grad
+    assert b.requires_grad
+    b.sum().backward()
+    ((ga, gb),) = seen
+    assert (ga == 0).all() and (gb == 1).all()
+    np.testing.assert_array_equal(arr(x.grad), np.ones((5, 5)))
+
+
+# covers: test_autograd.py::TestAutograd::test_mark_non_differentiable_none
+def test_mark_non_differentiable_none():
+    class CloneNonDiff(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            out = x.clone()
+            ctx.mark_non_differentiable(out)
+            return out
+
+        @staticmethod
+        def backward(ctx, g):
+            return None
+
+    X = RNG.standard_normal((5, 5)).astype(np.float32)
+    x = leaf(X)
+    r = CloneNonDiff.apply(x * x)
+    (r * x).sum().backward()
+    np.testing.assert_allclose(arr(x.grad), X * X, rtol=1e-6)  # only the direct use of x
+
+
+class DoubleDuplicate(tg.Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = x * 2
+        return out, out
+
+    @staticmethod
+    def backward(ctx, g1, g2):
+        return g1 * 2 + g2 * 2
+
+
+# covers: test_autograd.py::TestAutograd::test_return_duplicate
+# (gradgradcheck is left out: tapegrad has none yet)
+def test_return_duplicate():
+    x = leaf(RNG.standard_normal((5, 5)))
+    a, b = DoubleDuplicate.apply(x)
+    assert a is b
+
+
+# covers: test_autograd.py::TestAutograd::test_return_duplicate
+def test_return_duplicate_gradcheck():
+    def fn(t):
+        a, b = DoubleDuplicate.apply(t)
+        return a + b
+
+    x = leaf(RNG.standard_normal((5, 5)))
+    assert tg.autograd.gradcheck(fn, [x])
+    fn(x).sum().backward()
+    np.testing.assert_allclose(arr(x.grad), np.full((5, 5), 4.0))
+
+
+# covers: test_autograd.py::TestAutograd::test_return_duplicate_inplace
+# (PyTorch's legacy `InplaceFunction` half of the test is out of scope: a legacy, non-static spelling;
+# gradgradcheck is left out: tapegrad has none yet)
+def test_return_duplicate_inplace():
+    class DoubleInplace(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x, x
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 + g2 * 2
+
+    def fn(t):
+        a, b = DoubleInplace.apply(t.clone())
+        return a + b
+
+    X = RNG.standard_normal((5, 5))
+    x = leaf(X)
+    assert tg.autograd.gradcheck(fn, [x])
+    out = fn(x)
+    np.testing.assert_allclose(arr(out), 4 * X)
+    out.sum().backward()
+    np.testing.assert_allclose(arr(x.grad), np.full((5, 5), 4.0))
+
+
+class IdFn(tg.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+# covers: test_autograd.py::TestAutograd::test_naughty_autograd_function_attribute_access
+# (the accessors of PyTorch's shared C base class — _register_hook_dict, _sequence_nr, metadata... —
+# are torch internals and are left out)
+@pytest.mark.xfail(strict=True, reason="instantiating a Function subclass gives no DeprecationWarning")
+def test_naughty_autograd_function_instantiation_warns():
+    with pytest.warns(DeprecationWarning, match="should not be instantiated"):
+        f = IdFn()
+    assert isinstance(f, IdFn)
+    with pytest.raises(RuntimeError, match="non-static forward method is deprecated"):
+        f(tg.zeros(1, requires_grad=True))
+
+
+# covers: test_autograd.py::TestAutograd::test_naughty_autograd_function_attribute_access
+def test_naughty_autograd_function_node_name():
+    t = IdFn.apply(tg.zeros(1, requires_grad=True))
+    assert t.grad_fn.name() == "IdFnBackward"
+
+
+# covers: test_autograd.py::TestAutograd::test_naughty_autograd_function_stashing_ctx
+def test_naughty_autograd_function_stashing_ctx():
+    stash = []
+
+    class Id(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            stash.append(ctx)
+            return ctx.saved_tensors
+
+    p = tg.zeros(1, requires_grad=True)
+    loss = Id.apply(p)
+    loss.backward(retain_graph=True)
+    np.testing.assert_array_equal(arr(p.grad), [0.0])  # the saved p itself is the "gradient"
+    del loss
+    with pytest.raises(RuntimeError):
+        _ = stash[0].saved_tensors
+
+
+# covers: test_autograd.py::TestAutograd::test_custom_autograd_repeated_grad_grad
+# (PyTorch's `prod(dim=-1)` is written as the product of the four last-axis slices; tapegrad has no prod)
+def test_custom_autograd_repeated_grad_grad():
+    def prod_last(t):
+        return t[..., 0] * t[..., 1] * t[..., 2] * t[..., 3]
+
+    def mult1(t):
+        return prod_last(prod_last(t))
+
+    class Mult(tg.Function):
+        @staticmethod
+        def forward(ctx, t):
+            y = mult1(t)
+            ctx.save_for_backward(t, y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            t, y = ctx.saved_tensors
+            return (g * y)[:, None, None] / t
+
+    def check(x, y):
+        (gy,) = tg.autograd.grad(y[0], x, create_graph=True)
+        (gg1,) = tg.autograd.grad(gy[0, 0, 0], x, retain_graph=True)
+        (gy,) = tg.autograd.grad(y[0], x, create_graph=True)
+        (gg2,) = tg.autograd.grad(gy[0, 0, 0], x, retain_graph=True)
+        assert gg1[0, 0, 1].item() == gg2[0, 0, 1].item()
+        # all ones: d2(prod)/dx000 dx001 = 1 for the first batch, 0 for the second
+        assert gg1[0, 0, 1].item() == 1.0
+        np.testing.assert_array_equal(arr(gg1)[1], np.zeros((4, 4)))
+
+    x = tg.ones(2, 4, 4).requires_grad_()
+    check(x, mult1(x))
+    check(x, Mult.apply(x))
+
+
+# covers: test_autograd.py::TestAutograd::test_custom_autograd_no_early_free
+# (gradgradcheck is replaced by the closed-form second derivative, 2, since tapegrad has no gradgradcheck)
+def test_custom_autograd_no_early_free():
+    class Double(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x**2
+            ctx.save_for_backward(x, y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            x, _ = ctx.saved_tensors
+            return g * 2 * x
+
+    class Double2(Double):
+        @staticmethod
+        def backward(ctx, g):
+            x, y = ctx.saved_tensors
+            return g * 2 * y / x
+
+    x = tg.tensor(2.0, dtype=tg.float64).requires_grad_()
+    for fn in (Double.apply, Double2.apply):
+        assert tg.autograd.gradcheck(fn, (x,))
+        (g,) = tg.autograd.grad(fn(x), x, create_graph=True)
+        assert g.item() == 4.0
+        (gg,) = tg.autograd.grad(g, x)
+        assert gg.item() == 2.0
+        y = fn(x)
+        tg.autograd.grad(y, x, create_graph=True)
+        (g2,) = tg.autograd.grad(y, x)  # the saved values are still there
+        assert g2.item() == 4.0
+
+
+# covers: test_autograd.py::TestAutograd::test_gc_in_destructor
+def test_gc_in_destructor():
+    import gc
+
+    class CollectOnDelete(tg.Function):
+        def forward(self, x):
+            return x
+
+        def backward(self, g):
+            return g
+
+        def __del__(self):
+            gc.collect()
+
+    for _ in range(10):
+        x = tg.randn(1, requires_grad=True)
+        CollectOnDelete().forward(x).backward()
+        np.testing.assert_array_equal(arr(x.grad), [1.0])
+
+
+# covers: test_autograd.py::TestAutograd::test_grad_dtype
+# (only the default: a custom backward's float64 gradient for a float32 leaf is cast to float32. The
+# `grad_dtype` attribute and float16 / bfloat16 are missing in tapegrad and left out.)
+def test_grad_dtype_default_cast():
+    class MismatchedGrad(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.to(tg.float64)
+
+    d = tg.tensor([1.0, 2.0], requires_grad=True)
+    MismatchedGrad.apply(d).sum().backward()
+    assert d.grad.dtype == tg.float32
+    np.testing.assert_array_equal(arr(d.grad), [1.0, 1.0])

@@ -533,9 +533,7 @@ def test_requires_grad():
 
 
 # covers: test_autograd.py::TestAutograd::test_requires_grad_
-@pytest.mark.xfail(
-    strict=True, reason="requires_grad_(True) on a non-leaf that requires grad raises; PyTorch: no-op"
-)
+@pytest.mark.xfail(strict=True, reason="requires_grad_(True) on a non-leaf that requires grad raises; PyTorch: no-op")
 def test_requires_grad_():
     x = tg.randn(5, 5)
     y = tg.randn(5, 5, requires_grad=True)
