@@ -689,3 +689,107 @@ def test_grad_dtype_default_cast():
     MismatchedGrad.apply(d).sum().backward()
     assert d.grad.dtype == tg.float32
     np.testing.assert_array_equal(arr(d.grad), [1.0, 1.0])
+
+
+# covers: test_autograd.py::TestAutograd::test_return_leaf
+def test_return_leaf():
+    class Identity(tg.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a, a + b
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            return ga + gb, gb
+
+    called = []
+    x = tg.randn(5, 5, requires_grad=True)
+    y = tg.randn(5, 5, requires_grad=True)
+    q, p = Identity.apply(x, y)
+
+    def hook(g):  # sees only the gradient of q's use, not of x's
+        called.append(True)
+        np.testing.assert_array_equal(arr(g), np.ones((5, 5)))
+
+    q.register_hook(hook)
+    (q + p + x).sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), np.full((5, 5), 3.0))
+    np.testing.assert_array_equal(arr(y.grad), np.ones((5, 5)))
+    assert called
+
+
+# covers: test_autograd.py::TestAutograd::test_no_grad_input
+def test_no_grad_input():
+    x = tg.randn(5, requires_grad=True)
+    with tg.no_grad():
+        y = IdFn.apply(x)
+    assert x.requires_grad
+    assert y.grad_fn is None
+
+
+# covers: test_autograd.py::TestAutograd::test_save_none_for_backward
+def test_save_none_for_backward():
+    class SaveNone(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(None, x, None)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            n1, x, n2 = ctx.saved_tensors
+            assert n1 is None and n2 is None
+            return 2 * x * g
+
+    X = RNG.standard_normal((5, 5)).astype(np.float32)
+    x = leaf(X)
+    SaveNone.apply(x).sum().backward()
+    np.testing.assert_allclose(arr(x.grad), 2 * X, rtol=1e-6)
+
+
+# covers: test_autograd.py::TestAutograd::test_too_many_grads
+def test_too_many_grads():
+    class TooMany(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, None, None  # extra trailing Nones are accepted
+
+    x = tg.randn(5, 5, requires_grad=True)
+    TooMany.apply(x).sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), np.ones((5, 5)))
+
+
+# covers: test_autograd.py::TestAutograd::test_dep_nograd
+def test_dep_nograd():
+    class F1(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            out = tg.randn(*x.shape)
+            ctx.mark_non_differentiable(out)
+            return x, out
+
+        @staticmethod
+        def backward(ctx, g, ignored):
+            return g
+
+    class F2(tg.Function):
+        @staticmethod
+        def forward(ctx, x, ignored):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, None
+
+    x = tg.randn(5, requires_grad=True)
+    a, b = F1.apply(x)
+    b = b + 1
+    assert a.requires_grad
+    assert not b.requires_grad
+    c = F2.apply(a, b)
+    c.backward(tg.ones(*c.shape))
+    np.testing.assert_array_equal(arr(x.grad), np.ones(5))

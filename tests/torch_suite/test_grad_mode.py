@@ -328,3 +328,44 @@ def test_no_grad_python_function():
         y = AddOne.apply(x)
     assert not y.requires_grad
     assert y.grad_fn is None
+
+
+# covers: test_autograd.py::TestAutograd::test_set_grad_enabled
+def test_set_grad_enabled():
+    x = tg.tensor([1.0], requires_grad=True)
+    with tg.set_grad_enabled(False):
+        y = x * 2
+    assert not y.requires_grad
+    with tg.set_grad_enabled(True):
+        y = x * 2
+    assert y.requires_grad
+    with tg.set_grad_enabled(False):
+        tg.set_grad_enabled(True)  # called as a function, it takes effect at once
+        y = x * 2
+    assert y.requires_grad
+    assert tg.is_grad_enabled()
+
+
+# covers: test_autograd.py::TestAutograd::test_set_grad_enabled_wraps
+@pytest.mark.parametrize("decorator", [True, False])
+def test_set_grad_enabled_wraps(decorator):
+    with tg.enable_grad():
+        assert tg.is_grad_enabled()
+        if decorator:
+
+            @tg.set_grad_enabled(False)  # decorating must not change the global mode
+            def inner(t):
+                return t.sin()
+
+        else:
+
+            def inner(t):
+                return t.sin()
+
+            obj = tg.set_grad_enabled(False)
+            assert not tg.is_grad_enabled()
+            inner = obj(inner)  # wrapping restores the mode set before the call
+            assert tg.is_grad_enabled()
+        assert tg.is_grad_enabled()
+        x = tg.zeros(1, requires_grad=True)
+        assert not inner(x).requires_grad
