@@ -256,7 +256,7 @@ def test_autograd_python_custom_function_inplace_single_output():
 
 
 # covers: test_autograd.py::TestAutograd::test_autograd_python_custom_function_inplace
-@pytest.mark.xfail(strict=True, reason="mark_dirty of a tensor that is not an input gives no warning")
+@pytest.mark.xfail(strict=True, reason="mark_dirty of a tensor that is not an input (and not a view) raises instead of warning")
 def test_autograd_python_custom_function_inplace_mark_dirty_non_input_warns():
     class MyAdderBad(Function):
         @staticmethod
