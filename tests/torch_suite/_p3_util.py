@@ -1,0 +1,64 @@
+"""Helpers shared by the part-3 files of the carried-over PyTorch suite (our own code).
+
+``gradgradcheck`` checks second derivatives the way PyTorch's does: the first gradients, computed with
+``create_graph=True`` against grad-outputs that themselves require grad, are handed to
+``tg.autograd.gradcheck``, whose oracle is float64 central differences.
+"""
+
+import threading
+
+import numpy as np
+
+import tapegrad as tg
+
+
+def _as_tuple(x):
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def gradgradcheck(fn, inputs, grad_outputs=None, seed=0):
+    inputs = _as_tuple(inputs)
+    n = len(inputs)
+    diff = [i for i, t in enumerate(inputs) if isinstance(t, tg.Tensor) and t.requires_grad]
+    outs = [o for o in _as_tuple(fn(*inputs)) if isinstance(o, tg.Tensor)]
+    rng = np.random.default_rng(seed)
+    if grad_outputs is None:
+        gos = [rng.standard_normal(o.shape) for o in outs]
+    else:
+        gos = [np.asarray(g.detach().numpy() if isinstance(g, tg.Tensor) else g, dtype=np.float64)
+               for g in _as_tuple(grad_outputs)]
+    gos = tuple(tg.tensor(g, dtype=tg.float64, requires_grad=True) for g in gos)
+
+    def first(*args):
+        ins, go = args[:n], args[n:]
+        # tg.autograd.gradcheck evaluates its finite differences under no_grad (PyTorch's does not);
+        # the first derivative needs a graph either way.
+        with tg.enable_grad():
+            out = [o for o in _as_tuple(fn(*ins)) if isinstance(o, tg.Tensor)]
+            grads = tg.autograd.grad(out, [ins[i] for i in diff], list(go), create_graph=True,
+                                     allow_unused=True)
+        return tuple(g for g in grads if g is not None)
+
+    return tg.autograd.gradcheck(first, inputs + gos)
+
+
+def run_in_threads(fn, args=(), num_threads=10, timeout=20.0):
+    """Runs ``fn(*args)`` on ``num_threads`` threads, joins each with a timeout (a deadlock fails
+    instead of hanging) and re-raises the first exception a thread raised."""
+    errors = []
+
+    def target():
+        try:
+            fn(*args)
+        except BaseException as e:  # noqa: BLE001 - handed back to the caller
+            errors.append(e)
+
+    threads = [threading.Thread(target=target, daemon=True) for _ in range(num_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+        if t.is_alive():
+            raise TimeoutError(f"a thread did not finish within {timeout} s (deadlock?)")
+    if errors:
+        raise errors[0]
