@@ -223,7 +223,14 @@ fn run(
         for &(_, nid) in &batch {
             let node = nodes[&nid].clone();
             let grads = buffers.remove(&nid).unwrap_or_else(|| vec![None; node.num_outputs().max(1)]);
-            let grads = super::hooks::run_pre_hooks(&node, grads)?;
+            let runs = match &must_run {
+                None => true,
+                Some(set) => set.get(&nid).copied().unwrap_or(false),
+            };
+            let is_target = targets.iter().flatten().any(|t| t.node == nid);
+            // Hooks see the gradients of the nodes that run or are captured, not of the nodes that
+            // are merely passed on the way (as in PyTorch).
+            let grads = if runs || is_target { super::hooks::run_pre_hooks(&node, grads)? } else { grads };
             for (k, t) in targets.iter().enumerate() {
                 if let Some(t) = t {
                     if t.node == nid {
@@ -231,10 +238,6 @@ fn run(
                     }
                 }
             }
-            let runs = match &must_run {
-                None => true,
-                Some(set) => set.get(&nid).copied().unwrap_or(false),
-            };
             if runs {
                 jobs.push((node, grads));
             }

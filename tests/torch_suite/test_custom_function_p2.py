@@ -311,7 +311,6 @@ def test_autograd_python_custom_function_inplace_multiple_outputs():
 
 
 # covers: test_autograd.py::TestAutograd::test_autograd_python_custom_function_inplace
-@pytest.mark.xfail(strict=True, reason="a Function that modifies a view input in place may return several outputs")
 def test_autograd_python_custom_function_inplace_multiple_outputs_view_input():
     a = tg.ones(2, requires_grad=True)
     b = tg.ones(2, requires_grad=True)
@@ -432,8 +431,6 @@ def test_custom_function_saving_mutated_view_no_leak():
 
 
 # covers: test_autograd.py::TestAutograd::test_custom_function_return_view_in_nograd
-@pytest.mark.xfail(strict=True, reason="a view returned by a custom Function under no_grad takes in-place writes "
-                                       "(the leaf that requires grad is zeroed)")
 def test_custom_function_return_view_in_nograd():
     class Alias(Function):
         @staticmethod

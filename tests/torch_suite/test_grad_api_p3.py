@@ -232,8 +232,6 @@ def test_max_backprops_to_all_values(f):
 
 
 # covers: test_autograd.py::TestAutogradDeviceType::test_min_max_median_backprops_to_all_values
-@pytest.mark.xfail(strict=True, reason="max of an all-NaN tensor gives every element a NaN gradient; "
-                   "PyTorch treats the NaNs as tied maxima and gives each 1/3")
 def test_max_of_all_nan_backprops_evenly():
     x = tg.tensor([math.nan, math.nan, math.nan], requires_grad=True)
     tg.max(x).backward()

@@ -138,15 +138,13 @@ def test_type_conversion_backward():
     np.testing.assert_array_equal(arr(d.grad), np.ones((5, 5)))
 
 
-POW0 = "pow(x, e) with a tensor exponent gives a nan gradient at x = 0, e = 0 (0 * 0**-1); PyTorch: 0"
-
 
 # covers: test_autograd.py::TestAutograd::test_pow_zero_tensor_gradient
 @pytest.mark.parametrize(
     "shape, exponent",
     [
-        pytest.param((10,), "tensor", marks=pytest.mark.xfail(strict=True, reason=POW0)),
-        pytest.param((10, 10), "tensor", marks=pytest.mark.xfail(strict=True, reason=POW0)),
+        ((10,), "tensor"),
+        ((10, 10), "tensor"),
         ((10,), 0),
     ],
 )

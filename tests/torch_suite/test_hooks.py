@@ -200,10 +200,6 @@ def test_retain_grad():
 
 
 # covers: test_autograd.py::TestAutograd::test_retain_grad_inplace
-@pytest.mark.xfail(
-    strict=True,
-    reason="retain_grad stays on the version before an in-place change; PyTorch moves it to the newest",
-)
 def test_retain_grad_inplace():
     a = tg.tensor([1.0], requires_grad=True).clone()
     a.retain_grad()
@@ -239,10 +235,6 @@ def test_retain_grad_inplace():
 
 # covers: test_autograd.py::TestAutograd::test_retains_grad_inplace_multiple_outputs
 # (only the custom Function case: torch.var_mean, the other two-output node, is missing in tapegrad)
-@pytest.mark.xfail(
-    strict=True,
-    reason="retain_grad stays on the version before an in-place change; PyTorch moves it to the newest",
-)
 def test_retains_grad_inplace_multiple_outputs():
     B = np.random.default_rng(6).random((3, 3)).astype(np.float32)
     b = tg.tensor(B, requires_grad=True)
@@ -264,10 +256,6 @@ def test_retains_grad_inplace_multiple_outputs():
 
 
 # covers: test_autograd.py::TestAutograd::test_retain_grad_inplace_over_view
-@pytest.mark.xfail(
-    strict=True,
-    reason="retain_grad stays on the version before an in-place change; PyTorch moves it to the newest",
-)
 def test_retain_grad_inplace_over_view():
     base = tg.tensor([1.0], requires_grad=True).clone()
     view = base[:]
@@ -353,10 +341,6 @@ def test_tensor_hooks_inplace_multiple_outputs():
 
 
 # covers: test_autograd.py::TestAutograd::test_tensor_hooks_inplace_over_view
-@pytest.mark.xfail(
-    strict=True,
-    reason="hooks registered on a view before an in-place change of it still run; PyTorch drops them",
-)
 def test_tensor_hooks_inplace_over_view():
     count = [0]
 

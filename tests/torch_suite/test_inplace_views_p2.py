@@ -160,8 +160,6 @@ def test_autograd_views_codegen_view_as_allowed(grad_mode, requires_grad):
 
 
 # covers: test_autograd.py::TestAutograd::test_autograd_views_codegen
-@pytest.mark.xfail(strict=True, reason="a view made under no_grad of a tensor that requires grad takes in-place writes "
-                                       "in grad mode")
 def test_autograd_views_codegen_view_as_no_grad_view():
     inp = tg.rand(2, requires_grad=True).clone()
     with tg.set_grad_enabled(False):

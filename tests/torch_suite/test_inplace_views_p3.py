@@ -82,7 +82,6 @@ def test_inplace_on_view_gradcheck():
 
 
 # covers: test_autograd.py::TestAutogradDeviceType::test_inplace_on_view_makes_base_require_grad
-@pytest.mark.xfail(strict=True, reason="in-place mul_ of a tensor that does not require grad by one that does saves self, then bumps its version: backward raises 'modified by an inplace operation'")
 def test_inplace_on_view_makes_base_require_grad():
     a = _randn(4, 4, seed=4)
     b = _randn(4, 2, seed=5, requires_grad=True)
@@ -101,7 +100,6 @@ def test_inplace_on_view_makes_base_require_grad():
 
 
 # covers: test_autograd.py::TestAutogradDeviceType::test_inplace_on_view_backprop_view
-@pytest.mark.xfail(strict=True, reason="in-place mul_ of a tensor that does not require grad by one that does saves self, then bumps its version: backward raises 'modified by an inplace operation'")
 def test_inplace_on_view_backprop_view():
     a = tg.tensor([2.0, 5.0])
     b = tg.tensor([3.0], requires_grad=True)
@@ -112,7 +110,6 @@ def test_inplace_on_view_backprop_view():
 
 
 # covers: test_autograd.py::TestAutogradDeviceType::test_inplace_on_view_modify_base
-@pytest.mark.xfail(strict=True, reason="a view taken before its base required grad does not pick up the base's new history after an in-place op on the base (v.requires_grad stays False)")
 def test_inplace_on_view_modify_base():
     # x.select(0, 1) is spelled x[1] (tapegrad has no select; the same view).
     r = tg.ones(1, dtype=tg.float64, requires_grad=True)
@@ -133,7 +130,6 @@ def test_inplace_on_view_modify_base():
 
 
 # covers: test_autograd.py::TestAutogradDeviceType::test_inplace_on_view_python
-@pytest.mark.xfail(strict=True, reason="custom Function with mark_dirty on a view does not rebase the base's history: gradients reaching the base skip the Function (b.grad None)")
 def test_inplace_on_view_python():
     a = _randn(4, 4, seed=7, requires_grad=True)
     b = _randn(2, 2, seed=8, requires_grad=True)
