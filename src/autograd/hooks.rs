@@ -40,14 +40,25 @@ impl HookHandle {
     /// Removes the hook (idempotent; a no-op once the tensor or node is gone).
     pub fn remove(&self) {
         match &self.target {
+            // The removed hook is dropped after the lock (NOTE [No Python under a tensor lock]).
             Target::Leaf(w) => {
                 if let Some(t) = w.upgrade() {
-                    t.meta.lock().hooks.retain(|(id, _)| *id != self.id);
+                    let removed = {
+                        let mut m = t.meta.lock();
+                        let pos = m.hooks.iter().position(|(id, _)| *id == self.id);
+                        pos.map(|i| m.hooks.remove(i))
+                    };
+                    drop(removed);
                 }
             }
             Target::Node(w) => {
                 if let Some(n) = w.upgrade() {
-                    n.pre_hooks.lock().retain(|(_, h)| !matches!(h, PreHook::User(id, _) if *id == self.id));
+                    let removed = {
+                        let mut hooks = n.pre_hooks.lock();
+                        let pos = hooks.iter().position(|(_, h)| matches!(h, PreHook::User(id, _) if *id == self.id));
+                        pos.map(|i| hooks.remove(i))
+                    };
+                    drop(removed);
                 }
             }
         }
@@ -128,12 +139,11 @@ pub(crate) fn run_pre_hooks(node: &Node, mut grads: Vec<Option<Tensor>>) -> Resu
         if let (PreHook::Retain(w), Some(Some(g))) = (h, grads.get(*nr)) {
             if let Some(imp) = w.upgrade() {
                 let t = Tensor(imp);
-                let _one_at_a_time = super::engine::lock_grad_accumulation(&t);
-                let new = match t.grad() {
-                    None => g.detach().clone_data()?,
-                    Some(old) => old.add(&g.detach())?,
-                };
-                t.0.meta.lock().grad = Some(new);
+                let g = g.detach();
+                super::engine::update_grad(&t, |old| match old {
+                    None => g.clone_data(),
+                    Some(old) => old.add(&g),
+                })?;
             }
         }
     }

@@ -203,10 +203,27 @@ fn _run_grad(
     result.into_iter().map(|g| g.map(|g| PyTensor::wrap(py, g)).transpose()).collect()
 }
 
-/// The user's Python location, for anomaly mode.
+/// The user's Python location, for anomaly mode. The lookup runs Python code, so a signal handler
+/// may raise in it (Ctrl-C's KeyboardInterrupt); the core cannot carry that error from here, so a
+/// KeyboardInterrupt is handed back to the interpreter as a pending SIGINT (raised again at the
+/// next check) and any other error is reported as unraisable, never silently dropped.
 fn user_location() -> Option<String> {
     Python::attach(|py| {
-        py.import("tapegrad._anomaly").ok()?.getattr("user_location").ok()?.call0().ok()?.extract::<String>().ok()
+        let found = (|| -> PyResult<String> {
+            py.import("tapegrad._anomaly")?.getattr("user_location")?.call0()?.extract::<String>()
+        })();
+        match found {
+            Ok(location) => Some(location),
+            Err(e) => {
+                if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                    // SAFETY: a documented C-API call, made with the GIL held.
+                    unsafe { pyo3::ffi::PyErr_SetInterrupt() };
+                } else {
+                    e.write_unraisable(py, None);
+                }
+                None
+            }
+        }
     })
 }
 

@@ -35,6 +35,13 @@ pub struct TensorImpl {
     pub(crate) meta: Mutex<AutogradMeta>,
 }
 
+// NOTE [No Python under a tensor lock]: `TensorImpl::meta` (and a node's `pre_hooks`) is a plain
+// mutex, not re-entrant, and it is not the GIL. Whoever holds it must not run Python code: dropping
+// a `Tensor`, a node or a hook can free a Python object whose `__del__` reads this same tensor
+// (deadlock in one thread), and taking the GIL while holding it deadlocks against a thread that
+// holds the GIL and waits for the lock. So values leaving a slot are moved out under the lock and
+// dropped after it, and nothing that may call into Python (anomaly mode's location lookup, a hook)
+// runs under it.
 /// Autograd state of one tensor.
 #[derive(Default)]
 pub struct AutogradMeta {
@@ -194,19 +201,37 @@ impl Tensor {
         self.0.meta.lock().grad.clone()
     }
 
-    /// Replaces the gradient.
+    /// Replaces the gradient. As in PyTorch, the new gradient must have the tensor's dtype and
+    /// shape, and may not be the tensor itself (backward would then accumulate into its own data).
     pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
         if let Some(g) = &grad {
+            if g.same(self) {
+                return Err(Error::autograd("can't assign Variable as its own grad"));
+            }
+            if g.dtype() != self.dtype() {
+                return Err(Error::dtype(format!(
+                    "assigned grad has data of a different type: the gradient is {} but the tensor is {}",
+                    g.dtype(),
+                    self.dtype()
+                )));
+            }
             if g.shape() != self.shape() {
                 return Err(Error::shape(format!(
-                    "assigned grad has shape {} but the tensor has shape {}",
+                    "assigned grad has data of a different size: the gradient has shape {} but the tensor has shape {}",
                     layout::fmt_shape(g.shape()),
                     layout::fmt_shape(self.shape())
                 )));
             }
         }
-        self.0.meta.lock().grad = grad;
+        self.replace_grad(grad);
         Ok(())
+    }
+
+    /// Stores `grad` as `.grad`; the old gradient is dropped after the lock is released (NOTE [No
+    /// Python under a tensor lock]).
+    pub(crate) fn replace_grad(&self, grad: Option<Tensor>) {
+        let old = std::mem::replace(&mut self.0.meta.lock().grad, grad);
+        drop(old);
     }
 
     /// The node that produced this tensor.
@@ -249,12 +274,16 @@ impl Tensor {
 
     pub(crate) fn set_history(&self, grad_fn: Arc<Node>, output_nr: usize) {
         let mut m = self.0.meta.lock();
-        m.grad_fn = Some(grad_fn);
+        let old = m.grad_fn.replace(grad_fn);
         m.output_nr = output_nr;
         m.requires_grad = true;
         if self.0.base.is_some() {
             m.view_version = Some(self.0.storage.version());
         }
+        // The old history is dropped after the lock: its last reference may free a Python
+        // function's ctx, whose objects' finalizers may read this tensor (NOTE [No Python under a tensor lock]).
+        drop(m);
+        drop(old);
     }
 
     /// Same data, same storage and version counter, no history.

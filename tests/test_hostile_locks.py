@@ -1,0 +1,190 @@
+"""Hostile programs against tapegrad's locks and hidden references; PyTorch 2.x is the oracle.
+
+Classes of failure covered here:
+
+* Lock held while Python runs: a tensor's autograd lock (or a node's hook list) held while the GIL
+  is taken or while a value is dropped whose finalizer (``__del__``) reads the same tensor. Each
+  such program deadlocked; PyTorch runs them. Reproducers run in a child interpreter with a timeout,
+  so a hang fails the test instead of hanging pytest.
+* Errors lost inside Python run by the core (the anomaly-mode location lookup swallowed a
+  KeyboardInterrupt).
+* Borrow conflicts on a custom function's ctx read from another thread while ``apply`` runs.
+* Invisible references: hooks and per-class data held in Rust, which Python's cycle collector
+  cannot see (leaks), and ``.grad`` returning a new Python object on every access.
+* Missing checks: ``x.grad = ...`` of another dtype / shape / ``x`` itself, and a hook that changes
+  the gradient's dtype or shape (PyTorch raises; tapegrad silently changed ``.grad``).
+"""
+
+import gc
+import subprocess
+import sys
+import textwrap
+import weakref
+
+import pytest
+
+import tapegrad as tg
+
+TIMEOUT = 60
+
+
+def run_child(code, timeout=TIMEOUT):
+    """Runs `code` in a fresh interpreter; fails on a hang, a crash or a non-zero exit."""
+    try:
+        r = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("the program hung (deadlock)")
+    assert r.returncode == 0, f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    assert "PanicException" not in r.stderr and "panicked" not in r.stderr, r.stderr
+    return r.stdout
+
+
+# ---- lock held while Python runs ------------------------------------------------------------------
+
+
+def test_anomaly_location_lookup_does_not_hold_the_tensor_lock_across_threads():
+    out = run_child(
+        """
+        import threading, time
+        import tapegrad as tg
+        x = tg.ones(3, requires_grad=True)
+        stop = time.time() + 1.5
+        counts = [0, 0]
+        def mul():
+            with tg.autograd.detect_anomaly():
+                while time.time() < stop:
+                    y = x * 2
+                    del y
+                    counts[0] += 1
+        def read():
+            while time.time() < stop:
+                assert x.requires_grad
+                counts[1] += 1
+        ts = [threading.Thread(target=mul), threading.Thread(target=read)]
+        [t.start() for t in ts]
+        [t.join() for t in ts]
+        print(counts[0] > 0 and counts[1] > 0)
+        """
+    )
+    assert out.strip() == "True"
+
+
+def test_finalizer_running_backward_under_anomaly_while_an_accumulator_is_made():
+    # One thread: making x's accumulator under anomaly mode looks up the Python location; a garbage
+    # collection there runs a finalizer that uses x (and runs backward with create_graph).
+    out = run_child(
+        """
+        import gc
+        import tapegrad as tg
+        x = tg.ones(3, requires_grad=True)
+        ran = []
+        class Bomb:
+            def __init__(self):
+                self.me = self
+            def __del__(self):
+                (x * 3).sum().backward(create_graph=True)
+                ran.append(x.requires_grad)
+        gc.set_threshold(1, 1, 1)
+        with tg.autograd.detect_anomaly():
+            for _ in range(200):
+                Bomb()
+                y = x * 2
+                del y
+        gc.set_threshold(700, 10, 10)
+        gc.collect()
+        print(len(ran) > 0 and all(ran))
+        """
+    )
+    assert out.strip() == "True"
+
+
+def test_assigning_grad_drops_the_old_gradient_outside_the_lock():
+    out = run_child(
+        """
+        import tapegrad as tg
+        x = tg.ones(3, requires_grad=True)
+        seen = []
+        class Reader:
+            def __del__(self):
+                seen.append((x.grad is None, x.requires_grad))
+        class Keep(tg.Function):
+            @staticmethod
+            def forward(ctx, a):
+                ctx.reader = Reader()
+                return a * 1
+            @staticmethod
+            def backward(ctx, g):
+                return g
+        w = tg.ones(3, requires_grad=True)
+        x.grad = Keep.apply(w)
+        x.grad = None
+        print(seen)
+        """
+    )
+    assert out.strip() == "[(True, True)]"
+
+
+def test_removing_a_hook_drops_it_outside_the_lock():
+    out = run_child(
+        """
+        import tapegrad as tg
+        seen = []
+        class H:
+            def __call__(self, g):
+                return g
+            def __del__(self):
+                seen.append(x.requires_grad)
+        x = tg.ones(3, requires_grad=True)
+        x.register_hook(H()).remove()
+        y = x * 2
+        y.register_hook(H()).remove()
+        print(seen)
+        """
+    )
+    assert out.strip() == "[True, True]"
+
+
+def test_ctrl_c_during_a_loop_under_anomaly_mode_is_not_lost():
+    # Each SIGINT must stop the loop; before, the location lookup swallowed most of them.
+    out = run_child(
+        """
+        import os, signal, threading, time
+        import tapegrad as tg
+        x = tg.ones(2, requires_grad=True)
+        stopped = 0
+        for attempt in range(5):
+            threading.Timer(0.05, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+            deadline = time.time() + 10
+            try:
+                with tg.autograd.detect_anomaly():
+                    while time.time() < deadline:
+                        y = x * 2
+            except KeyboardInterrupt:
+                stopped += 1
+        print(stopped)
+        """
+    )
+    assert out.strip() == "5"
+
+
+# ---- .grad assignment checks ------------------------------------------------------------------------
+
+
+def test_grad_assignment_is_checked_like_pytorch():
+    x = tg.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="can't assign Variable as its own grad"):
+        x.grad = x
+    with pytest.raises(RuntimeError, match="assigned grad has data of a different type"):
+        x.grad = tg.ones(3, dtype=tg.float64)
+    with pytest.raises(RuntimeError, match="assigned grad has data of a different type"):
+        x.grad = tg.ones(3, dtype=tg.int64)
+    with pytest.raises(RuntimeError, match="assigned grad has data of a different size"):
+        x.grad = tg.ones(2)
+    assert x.grad is None
+    g = tg.full((3,), 2.0)
+    x.grad = g
+    (x * 1).sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0, 3.0]
+    assert x.tolist() == [1.0, 1.0, 1.0]
