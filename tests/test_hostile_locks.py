@@ -188,3 +188,113 @@ def test_grad_assignment_is_checked_like_pytorch():
     (x * 1).sum().backward()
     assert x.grad.tolist() == [3.0, 3.0, 3.0]
     assert x.tolist() == [1.0, 1.0, 1.0]
+
+
+# ---- hooks that change the gradient -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [tg.float64, tg.int64, tg.bool])
+@pytest.mark.parametrize("leaf", [True, False])
+def test_a_hook_may_not_change_the_gradient_dtype(dtype, leaf):
+    x = tg.ones(3, requires_grad=True)
+    t = x if leaf else x * 1
+
+    def to_other(g):
+        return g.to(dtype)
+
+    t.register_hook(to_other)
+    with pytest.raises(RuntimeError, match="hook 'to_other' has changed the type of value"):
+        (t * 2).sum().backward()
+    assert x.grad is None
+
+
+@pytest.mark.parametrize("leaf", [True, False])
+def test_a_hook_may_not_change_the_gradient_shape(leaf):
+    x = tg.ones(3, requires_grad=True)
+    t = x if leaf else x * 1
+    t.register_hook(lambda g: tg.ones(1))
+    with pytest.raises(RuntimeError, match="hook '<lambda>' has changed the size of value"):
+        (t * 2).sum().backward()
+    assert x.grad is None
+
+
+# ---- invisible references -----------------------------------------------------------------------------
+
+
+def _collected(make):
+    """True when the object `make()` returns a weakref to is freed by one gc.collect()."""
+    gc.collect()
+    ref = make()
+    gc.collect()
+    return ref() is None
+
+
+def test_a_leaf_hook_holding_its_own_tensor_is_collected():
+    def make():
+        x = tg.ones(3, requires_grad=True)
+        x.register_hook(lambda g, x=x: g)
+        return weakref.ref(x)
+
+    assert _collected(make)
+
+
+def test_a_module_hook_on_its_own_parameter_is_collected():
+    class Module:
+        def __init__(self):
+            self.p = tg.ones(3, requires_grad=True)
+            self.p.register_hook(self.scale)
+
+        def scale(self, g):
+            return g * 2
+
+    def make():
+        return weakref.ref(Module())
+
+    assert _collected(make)
+
+
+def test_a_hook_on_a_non_leaf_holding_its_tensor_is_collected():
+    # The cycle runs through the node: y -> grad_fn -> hook -> closure -> y.
+    freed = []
+
+    class Sentinel:
+        def __del__(self):
+            freed.append(True)
+
+    def make():
+        x = tg.ones(3, requires_grad=True)
+        y = x * 2
+        s = Sentinel()
+        y.register_hook(lambda g, y=y, s=s: g)
+        return weakref.ref(y)
+
+    assert _collected(make)
+    assert freed == [True]
+
+
+def test_a_hook_holding_its_node_is_collected():
+    # node object -> node -> hook -> closure -> node object, once the output tensor is gone.
+    freed = []
+
+    class Sentinel:
+        def __del__(self):
+            freed.append(True)
+
+    def make():
+        x = tg.ones(3, requires_grad=True)
+        y = x * 2
+        node, s = y.grad_fn, Sentinel()
+        y.register_hook(lambda g, node=node, s=s: g)
+        return weakref.ref(x)
+
+    make()
+    gc.collect()
+    assert freed == [True]
+
+
+def test_collected_hooks_still_work_while_alive():
+    x = tg.ones(3, requires_grad=True)
+    x.register_hook(lambda g, x=x: g * 3)
+    gc.collect()
+    (x * 1).sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0, 3.0]

@@ -11,8 +11,34 @@ use crate::error::{Error, Result};
 use crate::tensor::layout::fmt_shape;
 use crate::tensor::{Tensor, TensorImpl};
 
+/// A gradient hook's behaviour. Any `Fn(&Tensor) -> Result<Option<Tensor>>` is one; a binding
+/// implements it directly when it must reach the hook's own state (Python's garbage collector
+/// visits the callable a Python hook holds).
+pub trait HookFn: Send + Sync + 'static {
+    /// Returns `Some(new)` to replace the gradient, `None` to keep it.
+    fn call(&self, grad: &Tensor) -> Result<Option<Tensor>>;
+
+    /// The hook's name, for messages.
+    fn name(&self) -> String {
+        "hook".to_string()
+    }
+
+    /// The hook itself, for bindings that downcast it.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+impl<F: Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync + 'static> HookFn for F {
+    fn call(&self, grad: &Tensor) -> Result<Option<Tensor>> {
+        self(grad)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 /// A gradient hook: returns `Some(new)` to replace the gradient, `None` to keep it.
-pub type GradHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
+pub type GradHook = Arc<dyn HookFn>;
 
 /// What runs on a gradient before its node.
 #[derive(Clone)]
@@ -100,15 +126,25 @@ impl Tensor {
     }
 }
 
+/// Runs one hook. As in PyTorch, a hook may replace the gradient but not change its dtype or shape
+/// (the engine would otherwise store, e.g., an int64 `.grad` on a float32 leaf).
 fn call(hook: &GradHook, g: Tensor) -> Result<Tensor> {
-    match hook(&g)? {
+    match hook.call(&g)? {
         None => Ok(g),
-        Some(new) if new.shape() == g.shape() => Ok(new),
-        Some(new) => Err(Error::shape(format!(
-            "hook returned a gradient of shape {} for a tensor whose gradient has shape {}",
+        Some(new) if new.dtype() != g.dtype() => Err(Error::autograd(format!(
+            "hook '{}' has changed the type of value (was {} got {})",
+            hook.name(),
+            g.dtype(),
+            new.dtype()
+        ))),
+        Some(new) if new.shape() != g.shape() => Err(Error::shape(format!(
+            "hook '{}' has changed the size of value: hook returned a gradient of shape {} for a tensor whose \
+             gradient has shape {}",
+            hook.name(),
             fmt_shape(new.shape()),
             fmt_shape(g.shape())
         ))),
+        Some(new) => Ok(new),
     }
 }
 

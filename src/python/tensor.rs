@@ -44,23 +44,47 @@ pub(crate) fn tensor_list(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<Te
 
 #[pymethods]
 impl PyTensor {
-    /// NOTE [Cycles through Rust]: a Python custom function's ctx can hold the function's own
-    /// output (`ctx.out = out`, or a closure that captures it), making a cycle
-    /// Python tensor -> Rust node -> ctx -> tensor that Python's collector cannot see. We report the
-    /// ctx as referenced by this tensor only when the chain is exclusive (this object is the only
-    /// owner of the tensor, and the tensor the only owner of the node), so the collector's
-    /// arithmetic stays exact; clearing the ctx's `__dict__` then breaks the cycle.
+    /// NOTE [Cycles through Rust]: Python objects held in Rust are invisible to Python's collector
+    /// unless a Python object reports them. Two kinds close cycles through a tensor: a Python
+    /// custom function's ctx, which can hold the function's own output (`ctx.out = out`, or a
+    /// closure that captures it: Python tensor -> Rust node -> ctx -> tensor), and a Python hook,
+    /// which can hold its own tensor (`lambda g, x=x: g`, a bound method of a module on its own
+    /// parameter; on a non-leaf the hook sits on the node). This object reports them only when
+    /// the chain is exclusive (it is the only owner of the tensor, the tensor the only owner of the
+    /// node, the node or tensor the only owner of the hook), so the collector's arithmetic stays
+    /// exact. To break the cycle, the ctx's `__dict__` is cleared and each hook's callable taken out
+    /// (`__clear__`).
     fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
         if std::sync::Arc::strong_count(&self.inner.0) != 1 {
             return Ok(());
         }
         let Some(meta) = self.inner.0.meta.try_lock() else { return Ok(()) };
+        super::autograd::visit_leaf_hooks(&meta.hooks, &visit)?;
         if let Some(node) = &meta.grad_fn {
             if std::sync::Arc::strong_count(node) == 1 {
-                super::function::visit_python_ctx(node, &visit)?;
+                super::autograd::visit_node(node, &visit)?;
             }
         }
         Ok(())
+    }
+
+    fn __clear__(&self) {
+        if std::sync::Arc::strong_count(&self.inner.0) != 1 {
+            return;
+        }
+        // Copies are taken under the lock; the hooks are cleared (and the copies dropped) after it.
+        let (hooks, node) = {
+            let meta = self.inner.0.meta.lock();
+            (meta.hooks.clone(), meta.grad_fn.clone().filter(|n| std::sync::Arc::strong_count(n) == 2))
+        };
+        for (_, h) in &hooks {
+            if let Some(p) = super::autograd::python_hook(h) {
+                p.clear();
+            }
+        }
+        if let Some(node) = &node {
+            super::autograd::clear_node(node);
+        }
     }
 
     #[getter]
