@@ -298,3 +298,67 @@ def test_collected_hooks_still_work_while_alive():
     gc.collect()
     (x * 1).sum().backward()
     assert x.grad.tolist() == [3.0, 3.0, 3.0]
+
+
+def test_a_function_class_defined_per_call_is_freed():
+    # Per-class data lives on the class, so the class (and what `apply` learned about it) dies
+    # when the program drops it.
+    def make():
+        class Double(tg.Function):
+            @staticmethod
+            def forward(ctx, a):
+                return a * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        x = tg.ones(2, requires_grad=True)
+        Double.apply(x).sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0]
+        return weakref.ref(Double)
+
+    refs = [make() for _ in range(20)]
+    gc.collect()
+    assert all(r() is None for r in refs)
+
+
+def test_a_subclass_gets_its_own_spec():
+    class Base(tg.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class Child(Base):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g
+
+    x = tg.ones(2, requires_grad=True)
+    assert Base.apply(x).tolist() == [2.0, 2.0]
+    assert Child.apply(x, tg.full((2,), 3.0)).tolist() == [3.0, 3.0]
+    assert Base.apply(x).tolist() == [2.0, 2.0]
+
+
+def test_custom_gradient_defined_per_call_is_freed():
+    def make():
+        def f(a):
+            return a * 3, lambda g: g * 3
+
+        cg = tg.custom_gradient(f)
+        x = tg.ones(2, requires_grad=True)
+        cg(x).sum().backward()
+        assert x.grad.tolist() == [3.0, 3.0]
+        return weakref.ref(cg)
+
+    refs = [make() for _ in range(20)]
+    gc.collect()
+    assert all(r() is None for r in refs)

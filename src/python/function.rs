@@ -7,12 +7,10 @@
 //! and cached here, so a call with positional arguments does no signature work at all.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyTuple, PyType};
 use pyo3::{intern, PyTraverseError, PyVisit};
 
@@ -26,7 +24,6 @@ use crate::Tensor;
 
 /// What `apply` needs to know about a `Function` subclass, computed once.
 struct Spec {
-    _cls: Py<PyType>,
     binder: Py<PyAny>,
     name: String,
     names: Arc<[String]>,
@@ -34,25 +31,47 @@ struct Spec {
     once: bool,
 }
 
+/// A class's `Spec`, kept as an attribute of the class itself so that it dies with the class (a
+/// class defined per call, as `custom_gradient` does, is freed with everything it learned).
+#[pyclass(name = "_FunctionSpec", module = "tapegrad", frozen)]
+struct SpecHolder {
+    /// The class the spec was computed for: a subclass finds its parent's holder by attribute
+    /// lookup and must compute its own.
+    owner: usize,
+    spec: Arc<Spec>,
+}
+
+#[pymethods]
+impl SpecHolder {
+    fn __traverse__(&self, visit: PyVisit<'_>) -> std::result::Result<(), PyTraverseError> {
+        if Arc::strong_count(&self.spec) == 1 {
+            visit.call(&self.spec.binder)?;
+        }
+        Ok(())
+    }
+}
+
 fn spec_for(cls: &Bound<'_, PyType>) -> PyResult<Arc<Spec>> {
-    static SPECS: PyOnceLock<Mutex<HashMap<usize, Arc<Spec>>>> = PyOnceLock::new();
     let py = cls.py();
-    let cache = SPECS.get_or_init(py, || Mutex::new(HashMap::new()));
     let key = cls.as_ptr() as usize;
-    if let Some(s) = cache.lock().get(&key) {
-        return Ok(s.clone());
+    if let Ok(holder) = cls.getattr(intern!(py, "_tg_function_spec")) {
+        if let Ok(holder) = holder.cast::<SpecHolder>() {
+            if holder.get().owner == key {
+                return Ok(holder.get().spec.clone());
+            }
+        }
     }
     let binder = py.import("tapegrad._function")?.getattr("_Spec")?.call1((cls,))?;
     let names: Vec<String> = binder.getattr("names")?.extract()?;
     let spec = Arc::new(Spec {
-        _cls: cls.clone().unbind(),
         name: binder.getattr("name")?.extract()?,
         names: Arc::from(names),
         simple: binder.getattr("simple")?.extract()?,
         once: binder.getattr("once")?.extract()?,
         binder: binder.unbind(),
     });
-    cache.lock().insert(key, spec.clone());
+    let holder = Py::new(py, SpecHolder { owner: key, spec: spec.clone() })?;
+    cls.setattr(intern!(py, "_tg_function_spec"), holder)?;
     Ok(spec)
 }
 
