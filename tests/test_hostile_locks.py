@@ -169,6 +169,50 @@ def test_ctrl_c_during_a_loop_under_anomaly_mode_is_not_lost():
     assert out.strip() == "5"
 
 
+def test_ctx_read_from_another_thread_while_apply_runs():
+    # forward publishes ctx; another thread reads ctx.needs_input_grad (and saved_tensors) while
+    # apply is still running: no panic, and each read sees a consistent value.
+    out = run_child(
+        """
+        import threading, time
+        import tapegrad as tg
+        box = []
+        class F(tg.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                box[:] = [ctx]
+                ctx.save_for_backward(a)
+                return a * b
+            @staticmethod
+            def backward(ctx, g):
+                return g, g
+        stop = time.time() + 1.5
+        bad, reads = [], [0]
+        def reader():
+            while time.time() < stop:
+                if box:
+                    try:
+                        v = tuple(box[0].needs_input_grad)
+                    except RuntimeError as e:
+                        bad.append(repr(e))
+                        continue
+                    if v not in ((False, False), (True, False)):
+                        bad.append(v)
+                    reads[0] += 1
+        t = threading.Thread(target=reader)
+        t.start()
+        x = tg.ones(3, requires_grad=True)
+        y = tg.ones(3)
+        with tg.autograd.detect_anomaly():
+            while time.time() < stop:
+                F.apply(x, y)
+        t.join()
+        print(bad[:3], reads[0] > 0)
+        """
+    )
+    assert out.strip() == "[] True"
+
+
 # ---- .grad assignment checks ------------------------------------------------------------------------
 
 
@@ -350,15 +394,19 @@ def test_a_subclass_gets_its_own_spec():
 
 def test_custom_gradient_defined_per_call_is_freed():
     def make():
-        def f(a):
+        def triple_per_call(a):
             return a * 3, lambda g: g * 3
 
-        cg = tg.custom_gradient(f)
+        cg = tg.custom_gradient(triple_per_call)
         x = tg.ones(2, requires_grad=True)
         cg(x).sum().backward()
         assert x.grad.tolist() == [3.0, 3.0]
         return weakref.ref(cg)
 
+    def live_classes():
+        return [c for c in tg.Function.__subclasses__() if "triple_per_call" in c.__name__]
+
     refs = [make() for _ in range(20)]
     gc.collect()
     assert all(r() is None for r in refs)
+    assert live_classes() == []

@@ -107,13 +107,14 @@ impl PyFunctionOp {
                 call.push(a.unbind());
             }
         }
+        // The ctx is borrowed only while values move in or out (NOTE [Borrowing the ctx]).
         {
-            let mut c = ctx.borrow_mut();
+            let mut c = ctx.try_borrow_mut()?;
             c.needs = needs;
             c.in_forward = true;
         }
         let result = self.cls.bind(py).getattr(intern!(py, "forward"))?.call1(PyTuple::new(py, call)?);
-        ctx.borrow_mut().in_forward = false;
+        ctx.try_borrow_mut()?.in_forward = false;
         let result = result?;
         let mut outputs = Vec::new();
         if let Ok(t) = result.cast::<PyTensor>() {
@@ -135,12 +136,15 @@ impl PyFunctionOp {
             )));
         }
         *self.raw_output.lock() = Some(result.unbind());
-        let mut c = ctx.borrow_mut();
-        let saved = c.pack(py);
+        let (saved, dirty, non_differentiable, materialize) = {
+            let mut c = ctx.try_borrow_mut()?;
+            let saved = c.pack(py);
+            (saved, std::mem::take(&mut c.dirty), std::mem::take(&mut c.non_differentiable), c.materialize_grads)
+        };
         fctx.save_for_backward(&saved)?;
-        fctx.mark_dirty(&std::mem::take(&mut c.dirty));
-        fctx.mark_non_differentiable(&std::mem::take(&mut c.non_differentiable));
-        fctx.set_materialize_grads(c.materialize_grads);
+        fctx.mark_dirty(&dirty);
+        fctx.mark_non_differentiable(&non_differentiable);
+        fctx.set_materialize_grads(materialize);
         Ok(outputs)
     }
 
@@ -243,9 +247,8 @@ impl CustomOp for PyFunctionOp {
 
     fn release(&self) {
         Python::attach(|py| {
-            if let Ok(mut c) = self.ctx.bind(py).try_borrow_mut() {
-                c.release();
-            }
+            let released = self.ctx.bind(py).try_borrow_mut().ok().map(|mut c| c.release());
+            drop(released);
         });
     }
 
@@ -287,7 +290,7 @@ fn detach_outputs_on_ctx(ctx: &Bound<'_, PyCtx>, outputs: &[Tensor], node: &Arc<
     }
     for (k, nr) in found {
         dict.del_item(&k)?;
-        ctx.borrow_mut().keep_output_ref(k, &outputs[nr], node, nr);
+        ctx.try_borrow_mut()?.keep_output_ref(k, &outputs[nr], node, nr);
     }
     Ok(())
 }
@@ -325,7 +328,8 @@ fn apply_values(
     };
     let (outputs, node) = apply_custom_with_node(op, &inputs)?;
     if let Some(node) = &node {
-        ctx.borrow_mut().attach(node);
+        let copies = ctx.try_borrow_mut()?.attach(node);
+        drop(copies);
         detach_outputs_on_ctx(&ctx, &outputs, node)?;
     }
     let raw = raw_output.lock().take().unwrap_or_else(|| py.None());
