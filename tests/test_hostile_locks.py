@@ -410,3 +410,41 @@ def test_custom_gradient_defined_per_call_is_freed():
     gc.collect()
     assert all(r() is None for r in refs)
     assert live_classes() == []
+
+
+def test_grad_is_the_same_python_object_while_the_gradient_is_the_same():
+    x = tg.ones(3, requires_grad=True)
+    (x * 2).sum().backward()
+    g = x.grad
+    assert x.grad is g
+    ref = weakref.ref(x.grad)
+    assert ref() is g
+    (x * 3).sum().backward()  # in-place accumulation keeps the gradient tensor
+    assert x.grad is g
+    assert g.tolist() == [5.0, 5.0, 5.0]
+    x.grad = None
+    del g
+    gc.collect()
+    assert ref() is None
+
+
+def test_one_python_object_per_tensor_across_threads():
+    import threading
+
+    x = tg.ones(3, requires_grad=True)
+    (x * 2).sum().backward()
+    seen, errors = [], []
+
+    def read():
+        try:
+            for _ in range(2000):
+                seen.append(id(x.grad))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    keep = x.grad
+    ts = [threading.Thread(target=read) for _ in range(4)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    assert not errors
+    assert set(seen) == {id(keep)}

@@ -33,6 +33,10 @@ pub struct TensorImpl {
     /// The tensor this one is a view of (`None` for tensors that own their storage's first use).
     pub(crate) base: Option<Tensor>,
     pub(crate) meta: Mutex<AutogradMeta>,
+    /// The address of the binding layer's live wrapper object for this tensor, or 0: a borrowed,
+    /// non-owning back-reference, so that one tensor has one Python object while that object lives
+    /// (the binding sets and clears it; the core never reads it).
+    pub(crate) wrapper: std::sync::atomic::AtomicUsize,
 }
 
 // NOTE [No Python under a tensor lock]: `TensorImpl::meta` (and a node's `pre_hooks`) is a plain
@@ -104,7 +108,14 @@ impl Tensor {
     }
 
     pub(crate) fn from_parts(storage: Arc<Storage>, layout: Layout, dtype: DType, base: Option<Tensor>) -> Tensor {
-        Tensor(Arc::new(TensorImpl { storage, layout, dtype, base, meta: Mutex::new(AutogradMeta::default()) }))
+        Tensor(Arc::new(TensorImpl {
+            storage,
+            layout,
+            dtype,
+            base,
+            meta: Mutex::new(AutogradMeta::default()),
+            wrapper: std::sync::atomic::AtomicUsize::new(0),
+        }))
     }
 
     /// A view sharing this tensor's storage (and version counter), with no history.
