@@ -455,7 +455,7 @@ pub(crate) fn accumulate_into(t: &Tensor, g: Tensor) -> Result<()> {
                 } else {
                     g.clone_data()?
                 };
-                (None, std::mem::replace(&mut t.0.meta.lock().grad, Some(new)))
+                (None, t.0.meta.lock().grad.replace(new))
             }
         }
     };
@@ -481,7 +481,7 @@ pub(crate) fn update_grad(t: &Tensor, combine: impl Fn(Option<&Tensor>) -> Resul
                 _ => false,
             };
             if unchanged {
-                Ok(std::mem::replace(&mut m.grad, Some(new)))
+                Ok(m.grad.replace(new))
             } else {
                 Err(new)
             }

@@ -36,6 +36,7 @@ pub struct TensorImpl {
     /// The address of the binding layer's live wrapper object for this tensor, or 0: a borrowed,
     /// non-owning back-reference, so that one tensor has one Python object while that object lives
     /// (the binding sets and clears it; the core never reads it).
+    #[cfg_attr(not(feature = "python"), allow(dead_code))]
     pub(crate) wrapper: std::sync::atomic::AtomicUsize,
 }
 
