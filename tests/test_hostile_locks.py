@@ -448,3 +448,31 @@ def test_one_python_object_per_tensor_across_threads():
     [t.join() for t in ts]
     assert not errors
     assert set(seen) == {id(keep)}
+
+
+def test_a_function_class_holding_its_output_is_collected():
+    # output -> node -> Function class -> class attribute -> output: the node's class reference is
+    # visible to the collector.
+    freed = []
+
+    class Sentinel:
+        def __del__(self):
+            freed.append(True)
+
+    def make():
+        class Keep(tg.Function):
+            @staticmethod
+            def forward(ctx, a):
+                return a * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        x = tg.ones(2, requires_grad=True)
+        Keep.last = Keep.apply(x)
+        Keep.sentinel = Sentinel()
+
+    make()
+    gc.collect()
+    assert freed == [True]

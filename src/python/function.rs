@@ -265,6 +265,8 @@ impl CustomOp for PyFunctionOp {
 pub(crate) fn visit_python_ctx(node: &Node, visit: &PyVisit<'_>) -> std::result::Result<(), PyTraverseError> {
     if let Some(op) = node.formula().custom_op().and_then(|op| op.downcast_ref::<PyFunctionOp>()) {
         visit.call(&op.ctx)?;
+        // The class too: a class attribute may hold the output (`F.last = out`).
+        visit.call(&op.cls)?;
     }
     Ok(())
 }
