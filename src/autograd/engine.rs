@@ -436,31 +436,71 @@ pub(crate) fn lock_grad_accumulation(t: &Tensor) -> parking_lot::MutexGuard<'sta
 /// Adds `g` into `t.grad`: the first gradient is stored as is when nothing else holds it (else
 /// copied); later ones are added in place, or out of place when recording a graph.
 pub(crate) fn accumulate_into(t: &Tensor, g: Tensor) -> Result<()> {
-    let _one_at_a_time = lock_grad_accumulation(t);
-    let recording = super::grad_mode::is_grad_enabled();
-    let old = t.grad();
-    let new = match old {
-        None => {
-            if recording {
-                g
-            } else if Arc::strong_count(&g.0) == 1 && Arc::strong_count(g.storage()) == 1 && g.layout().is_contiguous()
-            {
-                g.detach()
-            } else {
-                g.detach().clone_data()?
+    if super::grad_mode::is_grad_enabled() {
+        // Recording builds a node, which under anomaly mode looks up the user's Python location:
+        // so the sum is computed outside every lock and stored only if `.grad` did not move.
+        return update_grad(t, |old| match old {
+            None => Ok(g.clone()),
+            Some(old) => old.add(&g),
+        });
+    }
+    let g = g.detach();
+    // Everything done under the accumulation lock is plain Rust; what it displaces is dropped after.
+    let displaced = {
+        let _one_at_a_time = lock_grad_accumulation(t);
+        match t.grad() {
+            Some(old) => {
+                old.add_inplace_unchecked(&g)?;
+                (Some(old), None)
             }
-        }
-        Some(old) => {
-            if recording {
-                old.add(&g)?
-            } else {
-                old.add_inplace_unchecked(&g.detach())?;
-                return Ok(());
+            None => {
+                let new = if Arc::strong_count(&g.0) == 1
+                    && Arc::strong_count(g.storage()) == 1
+                    && g.layout().is_contiguous()
+                {
+                    g
+                } else {
+                    g.clone_data()?
+                };
+                (None, t.0.meta.lock().grad.replace(new))
             }
         }
     };
-    t.0.meta.lock().grad = Some(new);
+    drop(displaced);
     Ok(())
+}
+
+/// Stores `combine(current .grad)` as `t.grad`. `combine` runs outside every lock (it may record
+/// a node, and so run Python: NOTE [No Python under a tensor lock]); the result is stored only when
+/// `.grad` is still the same tensor at the same version, else it is recomputed, so two threads'
+/// contributions are never lost (NOTE [Concurrent accumulation]).
+pub(crate) fn update_grad(t: &Tensor, combine: impl Fn(Option<&Tensor>) -> Result<Tensor>) -> Result<()> {
+    loop {
+        let old = t.grad();
+        let seen_version = old.as_ref().map(Tensor::version);
+        let new = combine(old.as_ref())?;
+        let outcome = {
+            let _one_at_a_time = lock_grad_accumulation(t);
+            let mut m = t.0.meta.lock();
+            let unchanged = match (&m.grad, &old) {
+                (None, None) => true,
+                (Some(cur), Some(old)) => cur.same(old) && Some(cur.version()) == seen_version,
+                _ => false,
+            };
+            if unchanged {
+                Ok(m.grad.replace(new))
+            } else {
+                Err(new)
+            }
+        };
+        match outcome {
+            Ok(displaced) => {
+                drop(displaced);
+                return Ok(());
+            }
+            Err(unused) => drop(unused),
+        }
+    }
 }
 
 impl Tensor {

@@ -11,8 +11,34 @@ use crate::error::{Error, Result};
 use crate::tensor::layout::fmt_shape;
 use crate::tensor::{Tensor, TensorImpl};
 
+/// A gradient hook's behaviour. Any `Fn(&Tensor) -> Result<Option<Tensor>>` is one; a binding
+/// implements it directly when it must reach the hook's own state (Python's garbage collector
+/// visits the callable a Python hook holds).
+pub trait HookFn: Send + Sync + 'static {
+    /// Returns `Some(new)` to replace the gradient, `None` to keep it.
+    fn call(&self, grad: &Tensor) -> Result<Option<Tensor>>;
+
+    /// The hook's name, for messages.
+    fn name(&self) -> String {
+        "hook".to_string()
+    }
+
+    /// The hook itself, for bindings that downcast it.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+impl<F: Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync + 'static> HookFn for F {
+    fn call(&self, grad: &Tensor) -> Result<Option<Tensor>> {
+        self(grad)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 /// A gradient hook: returns `Some(new)` to replace the gradient, `None` to keep it.
-pub type GradHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
+pub type GradHook = Arc<dyn HookFn>;
 
 /// What runs on a gradient before its node.
 #[derive(Clone)]
@@ -40,14 +66,25 @@ impl HookHandle {
     /// Removes the hook (idempotent; a no-op once the tensor or node is gone).
     pub fn remove(&self) {
         match &self.target {
+            // The removed hook is dropped after the lock (NOTE [No Python under a tensor lock]).
             Target::Leaf(w) => {
                 if let Some(t) = w.upgrade() {
-                    t.meta.lock().hooks.retain(|(id, _)| *id != self.id);
+                    let removed = {
+                        let mut m = t.meta.lock();
+                        let pos = m.hooks.iter().position(|(id, _)| *id == self.id);
+                        pos.map(|i| m.hooks.remove(i))
+                    };
+                    drop(removed);
                 }
             }
             Target::Node(w) => {
                 if let Some(n) = w.upgrade() {
-                    n.pre_hooks.lock().retain(|(_, h)| !matches!(h, PreHook::User(id, _) if *id == self.id));
+                    let removed = {
+                        let mut hooks = n.pre_hooks.lock();
+                        let pos = hooks.iter().position(|(_, h)| matches!(h, PreHook::User(id, _) if *id == self.id));
+                        pos.map(|i| hooks.remove(i))
+                    };
+                    drop(removed);
                 }
             }
         }
@@ -100,15 +137,25 @@ pub(crate) fn move_retain_hook(t: &Tensor, old: &Node, new: &Node, nr: usize) {
     }
 }
 
+/// Runs one hook. As in PyTorch, a hook may replace the gradient but not change its dtype or shape
+/// (the engine would otherwise store, e.g., an int64 `.grad` on a float32 leaf).
 fn call(hook: &GradHook, g: Tensor) -> Result<Tensor> {
-    match hook(&g)? {
+    match hook.call(&g)? {
         None => Ok(g),
-        Some(new) if new.shape() == g.shape() => Ok(new),
-        Some(new) => Err(Error::shape(format!(
-            "hook returned a gradient of shape {} for a tensor whose gradient has shape {}",
+        Some(new) if new.dtype() != g.dtype() => Err(Error::autograd(format!(
+            "hook '{}' has changed the type of value (was {} got {})",
+            hook.name(),
+            g.dtype(),
+            new.dtype()
+        ))),
+        Some(new) if new.shape() != g.shape() => Err(Error::shape(format!(
+            "hook '{}' has changed the size of value: hook returned a gradient of shape {} for a tensor whose \
+             gradient has shape {}",
+            hook.name(),
             fmt_shape(new.shape()),
             fmt_shape(g.shape())
         ))),
+        Some(new) => Ok(new),
     }
 }
 
@@ -139,12 +186,11 @@ pub(crate) fn run_pre_hooks(node: &Node, mut grads: Vec<Option<Tensor>>) -> Resu
         if let (PreHook::Retain(w), Some(Some(g))) = (h, grads.get(*nr)) {
             if let Some(imp) = w.upgrade() {
                 let t = Tensor(imp);
-                let _one_at_a_time = super::engine::lock_grad_accumulation(&t);
-                let new = match t.grad() {
-                    None => g.detach().clone_data()?,
-                    Some(old) => old.add(&g.detach())?,
-                };
-                t.0.meta.lock().grad = Some(new);
+                let g = g.detach();
+                super::engine::update_grad(&t, |old| match old {
+                    None => g.clone_data(),
+                    Some(old) => old.add(&g),
+                })?;
             }
         }
     }

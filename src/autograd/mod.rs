@@ -23,6 +23,6 @@ pub mod saved;
 pub use custom::{apply_custom, apply_custom_with_node, BackwardCtx, CustomOp, ForwardCtx};
 pub use engine::{backward, grad, set_parallel_backward};
 pub use grad_mode::{is_grad_enabled, set_grad_enabled, GradModeGuard};
-pub use hooks::{GradHook, HookHandle};
+pub use hooks::{GradHook, HookFn, HookHandle};
 pub use node::{Backward, Edge, Node};
 pub use saved::SavedTensor;

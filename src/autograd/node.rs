@@ -282,16 +282,21 @@ impl Backward for AccumulateGrad {
 /// first use), or none when it needs no gradient.
 pub fn gradient_edge(t: &Tensor) -> Option<Edge> {
     t.refresh_view_history();
-    let mut m = t.0.meta.lock();
-    if let Some(f) = &m.grad_fn {
-        return Some(Edge { node: f.clone(), input_nr: m.output_nr });
+    {
+        let m = t.0.meta.lock();
+        if let Some(f) = &m.grad_fn {
+            return Some(Edge { node: f.clone(), input_nr: m.output_nr });
+        }
+        if !m.requires_grad {
+            return None;
+        }
+        if let Some(acc) = m.grad_accumulator.upgrade() {
+            return Some(Edge { node: acc, input_nr: 0 });
+        }
     }
-    if !m.requires_grad {
-        return None;
-    }
-    if let Some(acc) = m.grad_accumulator.upgrade() {
-        return Some(Edge { node: acc, input_nr: 0 });
-    }
+    // The node is made without the tensor's lock: under anomaly mode `Node::new` asks the binding
+    // layer for the user's location, which takes the GIL and runs Python code (which may itself
+    // need this tensor). Another thread may install an accumulator meanwhile; the first one wins.
     let meta = TensorMeta::of(t);
     let acc = Arc::new(Node::new(
         Cow::Borrowed("AccumulateGrad"),
@@ -301,6 +306,19 @@ pub fn gradient_edge(t: &Tensor) -> Option<Edge> {
         Vec::new(),
         Box::new(AccumulateGrad { variable: t.clone() }),
     ));
+    let mut m = t.0.meta.lock();
+    if let Some(f) = &m.grad_fn {
+        // Made a non-leaf meanwhile (an in-place operation on another thread).
+        let edge = Edge { node: f.clone(), input_nr: m.output_nr };
+        drop(m);
+        drop(acc);
+        return Some(edge);
+    }
+    if let Some(existing) = m.grad_accumulator.upgrade() {
+        drop(m);
+        drop(acc);
+        return Some(Edge { node: existing, input_nr: 0 });
+    }
     m.grad_accumulator = Arc::downgrade(&acc);
     Some(Edge { node: acc, input_nr: 0 })
 }

@@ -23,6 +23,21 @@ pub struct PyNode {
 
 #[pymethods]
 impl PyNode {
+    /// See NOTE [Cycles through Rust] in `tensor.rs`: a hook on the node's output may hold this
+    /// node object (`h = y.grad_fn; y.register_hook(lambda g: h)`).
+    fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> std::result::Result<(), pyo3::PyTraverseError> {
+        if Arc::strong_count(&self.node) == 1 {
+            visit_node(&self.node, &visit)?;
+        }
+        Ok(())
+    }
+
+    fn __clear__(&self) {
+        if Arc::strong_count(&self.node) == 1 {
+            clear_node(&self.node);
+        }
+    }
+
     fn name(&self) -> String {
         self.node.name().to_string()
     }
@@ -98,11 +113,40 @@ impl PyHookHandle {
     }
 }
 
-/// Wraps a Python callable as a core gradient hook. The hook runs with the GIL; its exception
-/// travels through the engine unchanged.
-pub(crate) fn register_hook(t: &Tensor, hook: Py<PyAny>) -> PyResult<PyHookHandle> {
-    let f: crate::autograd::GradHook = Arc::new(move |g: &Tensor| {
+/// A Python callable as a core gradient hook. It runs with the GIL; its exception travels through
+/// the engine unchanged. The callable sits behind its own small lock so that Python's collector
+/// can see it (through the tensor or node that holds the hook, NOTE [Cycles through Rust] in
+/// `tensor.rs`) and break a cycle by taking it out; a cleared hook keeps the gradient as it is.
+pub(crate) struct PyGradHook {
+    callable: parking_lot::Mutex<Option<Py<PyAny>>>,
+}
+
+impl PyGradHook {
+    /// Reports the callable to the collector.
+    pub(crate) fn visit(&self, visit: &pyo3::PyVisit<'_>) -> std::result::Result<(), pyo3::PyTraverseError> {
+        if let Some(guard) = self.callable.try_lock() {
+            if let Some(obj) = guard.as_ref() {
+                visit.call(obj)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the callable out (breaking a cycle); it is dropped after this hook's lock.
+    pub(crate) fn clear(&self) {
+        let taken = self.callable.lock().take();
+        drop(taken);
+    }
+
+    fn callable(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.callable.lock().as_ref().map(|c| c.clone_ref(py))
+    }
+}
+
+impl crate::autograd::HookFn for PyGradHook {
+    fn call(&self, g: &Tensor) -> Result<Option<Tensor>> {
         Python::attach(|py| -> PyResult<Option<Tensor>> {
+            let Some(hook) = self.callable(py) else { return Ok(None) };
             let r = hook.bind(py).call1((PyTensor::wrap(py, g.clone())?,))?;
             if r.is_none() {
                 return Ok(None);
@@ -110,7 +154,78 @@ pub(crate) fn register_hook(t: &Tensor, hook: Py<PyAny>) -> PyResult<PyHookHandl
             super::tensor::expect_tensor(&r, "a hook's return value").map(Some)
         })
         .map_err(super::errors::external)
-    });
+    }
+
+    fn name(&self) -> String {
+        Python::attach(|py| {
+            let Some(hook) = self.callable(py) else { return "hook".to_string() };
+            let hook = hook.bind(py);
+            match hook.getattr("__name__").and_then(|n| n.extract::<String>()) {
+                Ok(name) => name,
+                Err(_) => hook.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "hook".to_string()),
+            }
+        })
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// The Python hook behind a core hook, when it is one.
+pub(crate) fn python_hook(h: &crate::autograd::GradHook) -> Option<&PyGradHook> {
+    h.as_any().downcast_ref::<PyGradHook>()
+}
+
+/// What a node holds that Python's collector must see: a Python function's ctx and the Python
+/// hooks on its outputs (each only when the node is its only owner, so the count stays exact).
+pub(crate) fn visit_node(node: &Node, visit: &pyo3::PyVisit<'_>) -> std::result::Result<(), pyo3::PyTraverseError> {
+    super::function::visit_python_ctx(node, visit)?;
+    if let Some(hooks) = node.pre_hooks.try_lock() {
+        for (_, h) in hooks.iter() {
+            if let crate::autograd::hooks::PreHook::User(_, h) = h {
+                if Arc::strong_count(h) == 1 {
+                    if let Some(p) = python_hook(h) {
+                        p.visit(visit)?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Breaks the cycles `visit_node` reported through hooks (the ctx clears itself).
+pub(crate) fn clear_node(node: &Node) {
+    let hooks = node.pre_hooks.lock().clone();
+    for (_, h) in &hooks {
+        if let crate::autograd::hooks::PreHook::User(_, h) = h {
+            if let Some(p) = python_hook(h) {
+                p.clear();
+            }
+        }
+    }
+    drop(hooks);
+}
+
+/// Visits the Python hooks of a leaf's own hook list.
+pub(crate) fn visit_leaf_hooks(
+    hooks: &[(u64, crate::autograd::GradHook)],
+    visit: &pyo3::PyVisit<'_>,
+) -> std::result::Result<(), pyo3::PyTraverseError> {
+    for (_, h) in hooks {
+        if Arc::strong_count(h) == 1 {
+            if let Some(p) = python_hook(h) {
+                p.visit(visit)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Registers a Python callable as a gradient hook of `t`.
+pub(crate) fn register_hook(t: &Tensor, hook: Py<PyAny>) -> PyResult<PyHookHandle> {
+    let f: crate::autograd::GradHook = Arc::new(PyGradHook { callable: parking_lot::Mutex::new(Some(hook)) });
     Ok(PyHookHandle { handle: t.register_hook(f)? })
 }
 
@@ -203,10 +318,27 @@ fn _run_grad(
     result.into_iter().map(|g| g.map(|g| PyTensor::wrap(py, g)).transpose()).collect()
 }
 
-/// The user's Python location, for anomaly mode.
+/// The user's Python location, for anomaly mode. The lookup runs Python code, so a signal handler
+/// may raise in it (Ctrl-C's KeyboardInterrupt); the core cannot carry that error from here, so a
+/// KeyboardInterrupt is handed back to the interpreter as a pending SIGINT (raised again at the
+/// next check) and any other error is reported as unraisable, never silently dropped.
 fn user_location() -> Option<String> {
     Python::attach(|py| {
-        py.import("tapegrad._anomaly").ok()?.getattr("user_location").ok()?.call0().ok()?.extract::<String>().ok()
+        let found = (|| -> PyResult<String> {
+            py.import("tapegrad._anomaly")?.getattr("user_location")?.call0()?.extract::<String>()
+        })();
+        match found {
+            Ok(location) => Some(location),
+            Err(e) => {
+                if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                    // SAFETY: a documented C-API call, made with the GIL held.
+                    unsafe { pyo3::ffi::PyErr_SetInterrupt() };
+                } else {
+                    e.write_unraisable(py, None);
+                }
+                None
+            }
+        }
     })
 }
 

@@ -35,6 +35,12 @@ struct OutputRef {
     output_nr: usize,
 }
 
+// NOTE [Borrowing the ctx]: the ctx is a mutable Python object, and the GIL passes to another
+// thread whenever Python code runs, including a finalizer run by a drop or a garbage collection
+// triggered by an allocation. A forward that keeps `ctx` where another thread can read it
+// (`ctx.needs_input_grad` while `apply` runs) would then meet a borrow still held here. So the ctx
+// is borrowed only to copy values in or out; Python objects are made, Python is called and
+// displaced values are dropped after the borrow ends.
 /// The ctx of one call of a Python custom function.
 #[pyclass(name = "FunctionCtx", module = "tapegrad", dict, subclass)]
 pub struct PyCtx {
@@ -89,19 +95,22 @@ impl PyCtx {
         tensors
     }
 
-    /// The node now owns the saved tensors.
-    pub(crate) fn attach(&mut self, node: &Arc<Node>) {
+    /// The node now owns the saved tensors. Returns the ctx's own copies, for the caller to drop
+    /// once the ctx is no longer borrowed (NOTE [Borrowing the ctx]).
+    #[must_use]
+    pub(crate) fn attach(&mut self, node: &Arc<Node>) -> Option<Vec<Tensor>> {
         self.node = Some(Arc::downgrade(node));
-        self.raw = None;
+        self.raw.take()
     }
 
-    /// Frees the saved values with the graph.
-    pub(crate) fn release(&mut self) {
+    /// Frees the saved values with the graph. Returns them, for the caller to drop once the ctx is
+    /// no longer borrowed (their finalizers may read this ctx: NOTE [Borrowing the ctx]).
+    #[must_use]
+    pub(crate) fn release(&mut self) -> impl Drop {
         if self.packed.is_some() {
             self.released = true;
         }
-        self.packed = None;
-        self.raw = None;
+        Box::new((self.packed.take(), self.raw.take()))
     }
 
     /// Keeps `value` (an output of `node`) as attribute `name` without owning the node.
@@ -110,32 +119,68 @@ impl PyCtx {
         self.output_refs.push((name, OutputRef { data: data.detach(), node: Arc::downgrade(node), output_nr }));
     }
 
-    fn unpack<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyTuple>, Bound<'py, PyDict>)> {
-        if self.released {
-            return Err(graph_freed_error().into());
+    /// The saved values, rebuilt. The ctx is borrowed only to copy them out; the Python objects are
+    /// made after (NOTE [Borrowing the ctx]).
+    fn unpack<'py>(slf: &Bound<'py, PyCtx>) -> PyResult<(Bound<'py, PyTuple>, Bound<'py, PyDict>)> {
+        let py = slf.py();
+        enum Copied {
+            Template(Vec<SavedValue>, Vec<(String, SavedValue)>, Result<Vec<Tensor>, crate::error::Error>),
+            Raw(Vec<Py<PyAny>>, Vec<(String, Py<PyAny>)>),
         }
-        let named_out = PyDict::new(py);
-        let Some((positional, named)) = &self.packed else {
-            if let Some((positional, named)) = &self.to_save {
-                for (k, v) in named {
-                    named_out.set_item(k, v.bind(py))?;
+        let copy = |v: &SavedValue| match v {
+            SavedValue::Tensor(i) => SavedValue::Tensor(*i),
+            SavedValue::Object(o) => SavedValue::Object(o.clone_ref(py)),
+        };
+        let (copied, node) = {
+            let c = slf.try_borrow()?;
+            if c.released {
+                return Err(graph_freed_error().into());
+            }
+            match &c.packed {
+                Some((positional, named)) => {
+                    let positional = positional.iter().map(copy).collect();
+                    let named = named.iter().map(|(k, v)| (k.clone(), copy(v))).collect();
+                    let (node, raw) = match (&c.node, &c.raw) {
+                        (Some(w), _) => (Some(w.upgrade()), Ok(Vec::new())),
+                        (None, Some(raw)) => (None, Ok(raw.clone())),
+                        (None, None) => (None, Ok(Vec::new())),
+                    };
+                    (Copied::Template(positional, named, raw), node)
                 }
-                return Ok((PyTuple::new(py, positional.iter().map(|v| v.bind(py)))?, named_out));
+                None => match &c.to_save {
+                    Some((positional, named)) => (
+                        Copied::Raw(
+                            positional.iter().map(|v| v.clone_ref(py)).collect(),
+                            named.iter().map(|(k, v)| (k.clone(), v.clone_ref(py))).collect(),
+                        ),
+                        None,
+                    ),
+                    None => (Copied::Raw(Vec::new(), Vec::new()), None),
+                },
             }
-            return Ok((PyTuple::empty(py), named_out));
         };
-        let tensors = match (&self.node, &self.raw) {
-            (Some(w), _) => w.upgrade().ok_or_else(graph_freed_error)?.unpack_saved()?,
-            (None, Some(raw)) => raw.clone(),
-            (None, None) => Vec::new(),
+        let named_out = PyDict::new(py);
+        let (positional, named, tensors) = match copied {
+            Copied::Raw(positional, named) => {
+                for (k, v) in named {
+                    named_out.set_item(k, v)?;
+                }
+                return Ok((PyTuple::new(py, positional)?, named_out));
+            }
+            Copied::Template(positional, named, tensors) => (positional, named, tensors),
         };
-        let fill = |v: &SavedValue| -> PyResult<Py<PyAny>> {
+        let tensors = match node {
+            Some(Some(node)) => node.unpack_saved()?,
+            Some(None) => return Err(graph_freed_error().into()),
+            None => tensors?,
+        };
+        let fill = |v: SavedValue| -> PyResult<Py<PyAny>> {
             match v {
-                SavedValue::Tensor(i) => Ok(PyTensor::wrap(py, tensors[*i].clone())?.into_any()),
-                SavedValue::Object(o) => Ok(o.clone_ref(py)),
+                SavedValue::Tensor(i) => Ok(PyTensor::wrap(py, tensors[i].clone())?.into_any()),
+                SavedValue::Object(o) => Ok(o),
             }
         };
-        let pos = positional.iter().map(fill).collect::<PyResult<Vec<_>>>()?;
+        let pos = positional.into_iter().map(fill).collect::<PyResult<Vec<_>>>()?;
         for (k, v) in named {
             named_out.set_item(k, fill(v)?)?;
         }
@@ -178,22 +223,27 @@ impl PyCtx {
     }
 
     #[getter]
-    fn saved_tensors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        Ok(self.unpack(py)?.0)
+    fn saved_tensors<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        Ok(PyCtx::unpack(slf)?.0)
     }
 
     #[getter]
-    fn saved_variables<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    fn saved_variables<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         static MAPPING: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-        let named = self.unpack(py)?.1;
+        let py = slf.py();
+        let named = PyCtx::unpack(slf)?.1;
         helper_class(py, &MAPPING, "_SavedMapping")?.call1((named,))
     }
 
     #[getter]
-    fn needs_input_grad<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    fn needs_input_grad<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         static NEEDS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-        let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
-        helper_class(py, &NEEDS, "_NeedsInputGrad")?.call1((self.needs.clone(), names))
+        let (needs, names) = {
+            let c = slf.try_borrow()?;
+            (c.needs.clone(), c.names.clone())
+        };
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        helper_class(slf.py(), &NEEDS, "_NeedsInputGrad")?.call1((needs, names))
     }
 
     #[pyo3(signature = (*tensors))]
@@ -219,13 +269,16 @@ impl PyCtx {
     }
 
     /// Outputs kept as attributes (stored without their node) are rebuilt on access.
-    fn __getattr__(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyTensor>> {
-        if let Some((_, r)) = self.output_refs.iter().find(|(n, _)| n == name) {
-            let t = r.data.detach();
-            if let Some(node) = r.node.upgrade() {
-                t.set_history(node, r.output_nr);
+    fn __getattr__(slf: &Bound<'_, Self>, name: &str) -> PyResult<Py<PyTensor>> {
+        let found = {
+            let c = slf.try_borrow()?;
+            c.output_refs.iter().find(|(n, _)| n == name).map(|(_, r)| (r.data.detach(), r.node.clone(), r.output_nr))
+        };
+        if let Some((t, node, output_nr)) = found {
+            if let Some(node) = node.upgrade() {
+                t.set_history(node, output_nr);
             }
-            return PyTensor::wrap(py, t);
+            return PyTensor::wrap(slf.py(), t);
         }
         Err(PyAttributeError::new_err(format!("'FunctionCtx' object has no attribute '{name}'")))
     }

@@ -7,12 +7,10 @@
 //! and cached here, so a call with positional arguments does no signature work at all.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyTuple, PyType};
 use pyo3::{intern, PyTraverseError, PyVisit};
 
@@ -26,7 +24,6 @@ use crate::Tensor;
 
 /// What `apply` needs to know about a `Function` subclass, computed once.
 struct Spec {
-    _cls: Py<PyType>,
     binder: Py<PyAny>,
     name: String,
     names: Arc<[String]>,
@@ -34,25 +31,47 @@ struct Spec {
     once: bool,
 }
 
+/// A class's `Spec`, kept as an attribute of the class itself so that it dies with the class (a
+/// class defined per call, as `custom_gradient` does, is freed with everything it learned).
+#[pyclass(name = "_FunctionSpec", module = "tapegrad", frozen)]
+struct SpecHolder {
+    /// The class the spec was computed for: a subclass finds its parent's holder by attribute
+    /// lookup and must compute its own.
+    owner: usize,
+    spec: Arc<Spec>,
+}
+
+#[pymethods]
+impl SpecHolder {
+    fn __traverse__(&self, visit: PyVisit<'_>) -> std::result::Result<(), PyTraverseError> {
+        if Arc::strong_count(&self.spec) == 1 {
+            visit.call(&self.spec.binder)?;
+        }
+        Ok(())
+    }
+}
+
 fn spec_for(cls: &Bound<'_, PyType>) -> PyResult<Arc<Spec>> {
-    static SPECS: PyOnceLock<Mutex<HashMap<usize, Arc<Spec>>>> = PyOnceLock::new();
     let py = cls.py();
-    let cache = SPECS.get_or_init(py, || Mutex::new(HashMap::new()));
     let key = cls.as_ptr() as usize;
-    if let Some(s) = cache.lock().get(&key) {
-        return Ok(s.clone());
+    if let Ok(holder) = cls.getattr(intern!(py, "_tg_function_spec")) {
+        if let Ok(holder) = holder.cast::<SpecHolder>() {
+            if holder.get().owner == key {
+                return Ok(holder.get().spec.clone());
+            }
+        }
     }
     let binder = py.import("tapegrad._function")?.getattr("_Spec")?.call1((cls,))?;
     let names: Vec<String> = binder.getattr("names")?.extract()?;
     let spec = Arc::new(Spec {
-        _cls: cls.clone().unbind(),
         name: binder.getattr("name")?.extract()?,
         names: Arc::from(names),
         simple: binder.getattr("simple")?.extract()?,
         once: binder.getattr("once")?.extract()?,
         binder: binder.unbind(),
     });
-    cache.lock().insert(key, spec.clone());
+    let holder = Py::new(py, SpecHolder { owner: key, spec: spec.clone() })?;
+    cls.setattr(intern!(py, "_tg_function_spec"), holder)?;
     Ok(spec)
 }
 
@@ -88,13 +107,14 @@ impl PyFunctionOp {
                 call.push(a.unbind());
             }
         }
+        // The ctx is borrowed only while values move in or out (NOTE [Borrowing the ctx]).
         {
-            let mut c = ctx.borrow_mut();
+            let mut c = ctx.try_borrow_mut()?;
             c.needs = needs;
             c.in_forward = true;
         }
         let result = self.cls.bind(py).getattr(intern!(py, "forward"))?.call1(PyTuple::new(py, call)?);
-        ctx.borrow_mut().in_forward = false;
+        ctx.try_borrow_mut()?.in_forward = false;
         let result = result?;
         let mut outputs = Vec::new();
         if let Ok(t) = result.cast::<PyTensor>() {
@@ -116,12 +136,15 @@ impl PyFunctionOp {
             )));
         }
         *self.raw_output.lock() = Some(result.unbind());
-        let mut c = ctx.borrow_mut();
-        let saved = c.pack(py);
+        let (saved, dirty, non_differentiable, materialize) = {
+            let mut c = ctx.try_borrow_mut()?;
+            let saved = c.pack(py);
+            (saved, std::mem::take(&mut c.dirty), std::mem::take(&mut c.non_differentiable), c.materialize_grads)
+        };
         fctx.save_for_backward(&saved)?;
-        fctx.mark_dirty(&std::mem::take(&mut c.dirty));
-        fctx.mark_non_differentiable(&std::mem::take(&mut c.non_differentiable));
-        fctx.set_materialize_grads(c.materialize_grads);
+        fctx.mark_dirty(&dirty);
+        fctx.mark_non_differentiable(&non_differentiable);
+        fctx.set_materialize_grads(materialize);
         Ok(outputs)
     }
 
@@ -224,9 +247,8 @@ impl CustomOp for PyFunctionOp {
 
     fn release(&self) {
         Python::attach(|py| {
-            if let Ok(mut c) = self.ctx.bind(py).try_borrow_mut() {
-                c.release();
-            }
+            let released = self.ctx.bind(py).try_borrow_mut().ok().map(|mut c| c.release());
+            drop(released);
         });
     }
 
@@ -243,6 +265,8 @@ impl CustomOp for PyFunctionOp {
 pub(crate) fn visit_python_ctx(node: &Node, visit: &PyVisit<'_>) -> std::result::Result<(), PyTraverseError> {
     if let Some(op) = node.formula().custom_op().and_then(|op| op.downcast_ref::<PyFunctionOp>()) {
         visit.call(&op.ctx)?;
+        // The class too: a class attribute may hold the output (`F.last = out`).
+        visit.call(&op.cls)?;
     }
     Ok(())
 }
@@ -268,7 +292,7 @@ fn detach_outputs_on_ctx(ctx: &Bound<'_, PyCtx>, outputs: &[Tensor], node: &Arc<
     }
     for (k, nr) in found {
         dict.del_item(&k)?;
-        ctx.borrow_mut().keep_output_ref(k, &outputs[nr], node, nr);
+        ctx.try_borrow_mut()?.keep_output_ref(k, &outputs[nr], node, nr);
     }
     Ok(())
 }
@@ -306,7 +330,8 @@ fn apply_values(
     };
     let (outputs, node) = apply_custom_with_node(op, &inputs)?;
     if let Some(node) = &node {
-        ctx.borrow_mut().attach(node);
+        let copies = ctx.try_borrow_mut()?.attach(node);
+        drop(copies);
         detach_outputs_on_ctx(&ctx, &outputs, node)?;
     }
     let raw = raw_output.lock().take().unwrap_or_else(|| py.None());

@@ -1,6 +1,8 @@
 //! `tapegrad.Tensor`: properties, conversion, printing and autograd entry points. Arithmetic is in
 //! `tensor_ops.rs`, indexing in `tensor_index.rs`.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
@@ -15,12 +17,47 @@ use crate::Tensor;
 #[pyclass(name = "Tensor", module = "tapegrad", frozen, weakref)]
 pub struct PyTensor {
     pub(crate) inner: Tensor,
+    /// This object's own address, once made (see `wrap`).
+    me: AtomicUsize,
 }
 
+// NOTE [One Python object per tensor]: as in PyTorch, a tensor has at most one live Python object:
+// `x.grad is x.grad`, and a weak reference to `x.grad` lives as long as the gradient does. The core
+// tensor keeps the address of its wrapper (`TensorImpl::wrapper`), a borrowed reference: it keeps
+// nothing alive, so it is invisible to the collector (`__traverse__` does not report it). It is
+// written only with the GIL held: set when a wrapper is made, cleared by that wrapper's drop (which
+// runs before its memory is freed), and ignored while its object is being deallocated (reference
+// count 0), when a fresh wrapper replaces it.
 impl PyTensor {
-    /// Wraps a core tensor in a new Python object.
+    /// The Python object of a core tensor: its live wrapper, or a new one.
     pub(crate) fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyTensor>> {
-        Py::new(py, PyTensor { inner: t })
+        let known = t.0.wrapper.load(Ordering::Acquire);
+        if known != 0 {
+            let obj = known as *mut pyo3::ffi::PyObject;
+            // SAFETY: a non-zero slot is the address of this tensor's wrapper, which clears the slot
+            // in its drop, before its memory is freed; we hold the GIL, so it cannot be freed
+            // meanwhile. A count of 0 means it is being deallocated: not to be revived.
+            if unsafe { pyo3::ffi::Py_REFCNT(obj) } > 0 {
+                // SAFETY: `obj` is a live `PyTensor` (see above); a new strong reference is taken.
+                return Ok(unsafe { Bound::from_borrowed_ptr(py, obj).cast_into_unchecked::<PyTensor>().unbind() });
+            }
+        }
+        let obj = Py::new(py, PyTensor { inner: t, me: AtomicUsize::new(0) })?;
+        let addr = obj.as_ptr() as usize;
+        let this = obj.get();
+        this.me.store(addr, Ordering::Release);
+        this.inner.0.wrapper.store(addr, Ordering::Release);
+        Ok(obj)
+    }
+}
+
+impl Drop for PyTensor {
+    fn drop(&mut self) {
+        let me = *self.me.get_mut();
+        if me != 0 {
+            // Only this object's own entry is cleared (a newer wrapper may have replaced it).
+            let _ = self.inner.0.wrapper.compare_exchange(me, 0, Ordering::AcqRel, Ordering::Acquire);
+        }
     }
 }
 
@@ -44,23 +81,47 @@ pub(crate) fn tensor_list(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<Te
 
 #[pymethods]
 impl PyTensor {
-    /// NOTE [Cycles through Rust]: a Python custom function's ctx can hold the function's own
-    /// output (`ctx.out = out`, or a closure that captures it), making a cycle
-    /// Python tensor -> Rust node -> ctx -> tensor that Python's collector cannot see. We report the
-    /// ctx as referenced by this tensor only when the chain is exclusive (this object is the only
-    /// owner of the tensor, and the tensor the only owner of the node), so the collector's
-    /// arithmetic stays exact; clearing the ctx's `__dict__` then breaks the cycle.
+    /// NOTE [Cycles through Rust]: Python objects held in Rust are invisible to Python's collector
+    /// unless a Python object reports them. Two kinds close cycles through a tensor: a Python
+    /// custom function's ctx, which can hold the function's own output (`ctx.out = out`, or a
+    /// closure that captures it: Python tensor -> Rust node -> ctx -> tensor), and a Python hook,
+    /// which can hold its own tensor (`lambda g, x=x: g`, a bound method of a module on its own
+    /// parameter; on a non-leaf the hook sits on the node). This object reports them only when
+    /// the chain is exclusive (it is the only owner of the tensor, the tensor the only owner of the
+    /// node, the node or tensor the only owner of the hook), so the collector's arithmetic stays
+    /// exact. To break the cycle, the ctx's `__dict__` is cleared and each hook's callable taken out
+    /// (`__clear__`).
     fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
         if std::sync::Arc::strong_count(&self.inner.0) != 1 {
             return Ok(());
         }
         let Some(meta) = self.inner.0.meta.try_lock() else { return Ok(()) };
+        super::autograd::visit_leaf_hooks(&meta.hooks, &visit)?;
         if let Some(node) = &meta.grad_fn {
             if std::sync::Arc::strong_count(node) == 1 {
-                super::function::visit_python_ctx(node, &visit)?;
+                super::autograd::visit_node(node, &visit)?;
             }
         }
         Ok(())
+    }
+
+    fn __clear__(&self) {
+        if std::sync::Arc::strong_count(&self.inner.0) != 1 {
+            return;
+        }
+        // Copies are taken under the lock; the hooks are cleared (and the copies dropped) after it.
+        let (hooks, node) = {
+            let meta = self.inner.0.meta.lock();
+            (meta.hooks.clone(), meta.grad_fn.clone().filter(|n| std::sync::Arc::strong_count(n) == 2))
+        };
+        for (_, h) in &hooks {
+            if let Some(p) = super::autograd::python_hook(h) {
+                p.clear();
+            }
+        }
+        if let Some(node) = &node {
+            super::autograd::clear_node(node);
+        }
     }
 
     #[getter]

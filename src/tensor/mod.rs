@@ -33,8 +33,20 @@ pub struct TensorImpl {
     /// The tensor this one is a view of (`None` for tensors that own their storage's first use).
     pub(crate) base: Option<Tensor>,
     pub(crate) meta: Mutex<AutogradMeta>,
+    /// The address of the binding layer's live wrapper object for this tensor, or 0: a borrowed,
+    /// non-owning back-reference, so that one tensor has one Python object while that object lives
+    /// (the binding sets and clears it; the core never reads it).
+    #[cfg_attr(not(feature = "python"), allow(dead_code))]
+    pub(crate) wrapper: std::sync::atomic::AtomicUsize,
 }
 
+// NOTE [No Python under a tensor lock]: `TensorImpl::meta` (and a node's `pre_hooks`) is a plain
+// mutex, not re-entrant, and it is not the GIL. Whoever holds it must not run Python code: dropping
+// a `Tensor`, a node or a hook can free a Python object whose `__del__` reads this same tensor
+// (deadlock in one thread), and taking the GIL while holding it deadlocks against a thread that
+// holds the GIL and waits for the lock. So values leaving a slot are moved out under the lock and
+// dropped after it, and nothing that may call into Python (anomaly mode's location lookup, a hook)
+// runs under it.
 /// Autograd state of one tensor.
 #[derive(Default)]
 pub struct AutogradMeta {
@@ -117,7 +129,14 @@ impl Tensor {
     }
 
     pub(crate) fn from_parts(storage: Arc<Storage>, layout: Layout, dtype: DType, base: Option<Tensor>) -> Tensor {
-        Tensor(Arc::new(TensorImpl { storage, layout, dtype, base, meta: Mutex::new(AutogradMeta::default()) }))
+        Tensor(Arc::new(TensorImpl {
+            storage,
+            layout,
+            dtype,
+            base,
+            meta: Mutex::new(AutogradMeta::default()),
+            wrapper: std::sync::atomic::AtomicUsize::new(0),
+        }))
     }
 
     /// A view sharing this tensor's storage (and version counter), with no history yet. A view of a
@@ -243,19 +262,37 @@ impl Tensor {
         self.0.meta.lock().grad.clone()
     }
 
-    /// Replaces the gradient.
+    /// Replaces the gradient. As in PyTorch, the new gradient must have the tensor's dtype and
+    /// shape, and may not be the tensor itself (backward would then accumulate into its own data).
     pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
         if let Some(g) = &grad {
+            if g.same(self) {
+                return Err(Error::autograd("can't assign Variable as its own grad"));
+            }
+            if g.dtype() != self.dtype() {
+                return Err(Error::dtype(format!(
+                    "assigned grad has data of a different type: the gradient is {} but the tensor is {}",
+                    g.dtype(),
+                    self.dtype()
+                )));
+            }
             if g.shape() != self.shape() {
                 return Err(Error::shape(format!(
-                    "assigned grad has shape {} but the tensor has shape {}",
+                    "assigned grad has data of a different size: the gradient has shape {} but the tensor has shape {}",
                     layout::fmt_shape(g.shape()),
                     layout::fmt_shape(self.shape())
                 )));
             }
         }
-        self.0.meta.lock().grad = grad;
+        self.replace_grad(grad);
         Ok(())
+    }
+
+    /// Stores `grad` as `.grad`; the old gradient is dropped after the lock is released (NOTE [No
+    /// Python under a tensor lock]).
+    pub(crate) fn replace_grad(&self, grad: Option<Tensor>) {
+        let old = std::mem::replace(&mut self.0.meta.lock().grad, grad);
+        drop(old);
     }
 
     /// The node that produced this tensor.
@@ -313,7 +350,8 @@ impl Tensor {
             }
             (old, m.retains_grad)
         };
-        // The old node is dropped here, outside the tensor's lock: dropping it may run Python code.
+        // The old node is dropped here, after the lock: its last reference may free a Python function's
+        // ctx, whose objects' finalizers may read this tensor (NOTE [No Python under a tensor lock]).
         if let Some(old) = old {
             if retains && !Arc::ptr_eq(&old, &grad_fn) {
                 crate::autograd::hooks::move_retain_hook(self, &old, &grad_fn, output_nr);

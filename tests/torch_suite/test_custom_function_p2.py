@@ -612,7 +612,6 @@ def test_clear_saved_tensors_on_access_double_access_error():
 
 # covers: test_autograd.py::TestAutograd::test_checkpointing_without_reentrant_saved_object_identity
 # Left out: the half run under checkpoint (issue 17).
-@pytest.mark.xfail(strict=True, reason="ctx.saved_tensors gives a new Python object for a saved input, not the input")
 def test_saved_input_object_identity():
     got = []
 

@@ -59,8 +59,6 @@ def test_grad_assignment_wrong_shape_raises():
 
 
 # covers: test_autograd.py::TestAutogradDeviceType::test_grad_assignment
-@pytest.mark.xfail(strict=True, reason=".grad setter accepts a gradient of another dtype (int64 on "
-                   "a float32 tensor)")
 def test_grad_assignment_wrong_dtype_raises():
     x = _randn(5, 5, dtype=tg.float32)
     with pytest.raises(RuntimeError):
@@ -68,7 +66,6 @@ def test_grad_assignment_wrong_dtype_raises():
 
 
 # covers: test_autograd.py::TestAutogradDeviceType::test_grad_assignment
-@pytest.mark.xfail(strict=True, reason=".grad setter accepts the tensor itself as its own gradient")
 def test_grad_assignment_self_raises():
     x = _randn(5, 5, dtype=tg.float32)
     with pytest.raises(RuntimeError):

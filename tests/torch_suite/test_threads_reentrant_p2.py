@@ -177,8 +177,6 @@ def test_grad_mode_restored_reentrant(create_graph):
 
 # covers: test_autograd.py::TestAutograd::test_hook_closure_cycle
 # Left out: the variants with a hook on grad_fn (node hooks, issue 17).
-@pytest.mark.xfail(strict=True, reason="a tensor hook whose closure holds a grad_fn makes a cycle through the native "
-                                       "graph that gc cannot free (leak)")
 @pytest.mark.parametrize("use_custom_function", [True, False])
 def test_hook_closure_cycle(use_custom_function):
     class Function_(Function):
