@@ -8,6 +8,7 @@ use super::kernel::{map, map_cost, zip, zip_cost, Cost};
 use crate::autograd::node::{Backward, Node};
 use crate::autograd::record::{record, Save};
 use crate::error::{Error, Result};
+use crate::tensor::create::check_alloc;
 use crate::tensor::dtype::{DType, Scalar};
 use crate::tensor::element::{Element, Float};
 use crate::tensor::layout::broadcast_shapes;
@@ -760,15 +761,19 @@ impl Tensor {
         let (a, b) = (a.to_dtype(dt)?, b.to_dtype(dt)?);
         let c = cond.to_bool()?;
         let shape = broadcast_shapes(&broadcast_shapes(c.shape(), a.shape())?, b.shape())?;
+        check_alloc(&shape, dt)?;
+        let sh = IxDyn(&shape);
+        let broadcast_failed = || Error::shape(format!("where: cannot broadcast to shape {shape:?}"));
         let out = dispatch_all!(dt, T => c.with_view(|vc: ndarray::ArrayViewD<bool>| {
             a.with_view(|va: ndarray::ArrayViewD<T>| {
                 b.with_view(|vb: ndarray::ArrayViewD<T>| {
-                    let sh = IxDyn(&shape);
-                    let (vc, va, vb) = (vc.broadcast(sh.clone()).unwrap(), va.broadcast(sh.clone()).unwrap(), vb.broadcast(sh).unwrap());
-                    Tensor::from_array(Zip::from(&vc).and(&va).and(&vb).map_collect(|&c, &x, &y| if c { x } else { y }))
+                    let vc = vc.broadcast(sh.clone()).ok_or_else(broadcast_failed)?;
+                    let va = va.broadcast(sh.clone()).ok_or_else(broadcast_failed)?;
+                    let vb = vb.broadcast(sh.clone()).ok_or_else(broadcast_failed)?;
+                    Ok::<_, Error>(Tensor::from_array(Zip::from(&vc).and(&va).and(&vb).map_collect(|&c, &x, &y| if c { x } else { y })))
                 })
             })
-        })???);
+        })????);
         record("WhereBackward", &[&a, &b], &[&out], || (WhereBackward, vec![Save::Input(c.clone())]));
         Ok(out)
     }

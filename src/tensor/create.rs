@@ -22,7 +22,10 @@ pub(crate) fn check_alloc(shape: &[usize], dtype: DType) -> Result<usize> {
         Error::OutOfMemory(format!("a tensor of shape {shape:?} has more elements than can be addressed"))
     })?;
     let bytes = n.saturating_mul(dtype.size());
-    let refused = || Error::OutOfMemory(format!("cannot allocate a tensor of shape {shape:?} ({bytes} bytes)"));
+    let refused = || {
+        let exact = n as u128 * dtype.size() as u128;
+        Error::OutOfMemory(format!("cannot allocate a tensor of shape {shape:?} ({exact} bytes)"))
+    };
     if bytes > (isize::MAX as usize) / 2 {
         return Err(refused());
     }
