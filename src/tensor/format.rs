@@ -58,7 +58,13 @@ fn fmt_one(v: f64, style: &Style) -> String {
         }
         Style::FloatWhole => format!("{}.", v as i64),
         Style::Fixed => format!("{v:.4}"),
-        Style::Sci => format!("{v:.4e}").replace('e', "e+").replace("e+-", "e-"),
+        Style::Sci => {
+            // Two exponent digits at least, as PyTorch (and C's printf) writes them: `1.5000e+00`.
+            let s = format!("{v:.4e}");
+            let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
+            let (sign, digits) = exp.strip_prefix('-').map_or(("+", exp), |d| ("-", d));
+            format!("{mantissa}e{sign}{digits:0>2}")
+        }
     }
 }
 
