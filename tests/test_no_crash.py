@@ -47,7 +47,8 @@ I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 DTYPES = [tg.float32, tg.float64, tg.int64, tg.bool]
 NP_DTYPE = {tg.float32: np.float32, tg.float64: np.float64, tg.int64: np.int64, tg.bool: np.bool_}
 FLOATS = [0.0, -0.0, 1.0, -1.0, 2.5, -0.5, 1e-300, 1e300, 3e38, 1e-45, math.nan, math.inf, -math.inf]
-INTS = [0, 1, -3, 7, 2**31, I64_MAX, I64_MIN]
+# Past 2**53 an int64 no longer fits in a float64: these catch any path that goes through f64.
+INTS = [0, 1, -3, 7, 2**31, 2**32 + 1, 2**53 + 1, -(2**53) - 3, 2**62 + 3, I64_MAX, I64_MIN]
 HUGE_INTS = [2**64, -(2**70), 2**2000]
 JUNK = ["abc", None, [1, "x"], object(), 1.5j, {"a": 1}, (), b"x"]
 
@@ -710,7 +711,7 @@ def index_key(p, a):
             st.integers(-4, 4), st.sampled_from([None, Ellipsis, 2**70, 1.5, "x", True]),
             st.builds(slice, st.one_of(st.none(), st.integers(-4, 4)), st.one_of(st.none(), st.integers(-4, 4)),
                       st.one_of(st.none(), st.integers(-2, 3))),
-            st.just("mask"), st.just("tensor-int")), "index")
+            st.just("mask"), st.just("tensor-int"), st.just("np-int"), st.just("np-bool")), "index")
     n = p.draw(st.integers(0, 3), "index len")
     parts = [item() for _ in range(n)]
     out = []
@@ -722,6 +723,11 @@ def index_key(p, a):
             out.append(m)
         elif x == "tensor-int":
             out.append(tg.tensor(p.draw(st.integers(-3, 3))))
+        elif x == "np-int":
+            ty = p.draw(st.sampled_from([np.int64, np.int32, np.intp, np.uint8]), "numpy int type")
+            out.append(ty(p.draw(st.integers(0 if ty is np.uint8 else -3, 3))))
+        elif x == "np-bool":
+            out.append(np.bool_(p.draw(st.booleans())))
         else:
             out.append(x)
     return out[0] if n == 1 and p.draw(st.booleans()) else tuple(out)
@@ -739,8 +745,10 @@ def np_key(p, key):
                 out.append(int(x.item()))
             else:
                 return None
-        elif isinstance(x, bool):
+        elif isinstance(x, (bool, np.bool_)):
             out.append(x)  # a 0-d mask in both
+        elif isinstance(x, np.integer):
+            out.append(int(x))
         elif isinstance(x, slice):
             if x.step is not None and x.step <= 0:
                 return None
@@ -768,7 +776,7 @@ def op_getitem(p):
     if e is None and ok:
         p.fail(f"a[{key!r:.80}] of {an.shape} succeeded; NumPy refuses")
     # A mask combined with other indices is refused (a limitation, with an IndexError that says so).
-    if e is not None and not ok and not any(isinstance(x, bool) or (isinstance(x, tg.Tensor) and x.dtype is tg.bool)
+    if e is not None and not ok and not any(isinstance(x, (bool, np.bool_)) or (isinstance(x, tg.Tensor) and x.dtype is tg.bool)
                                             for x in (key if isinstance(key, tuple) else (key,))):
         p.fail(f"a[{key!r:.80}] of {an.shape} raised {type(r).__name__}: {r}; NumPy gives {np.shape(e)}")
     if ok and e is not None:
@@ -1240,14 +1248,105 @@ def op_misc_invalid(p):
         "to_dot(a)": lambda: tg.autograd.to_dot(a),
     }
     which = p.draw(st.sampled_from(sorted(calls)), "call")
-    ok, r = p.call(f"{which} j={j!r:.40} a={a.dtype}{a.shape}", calls[which], (j,))
+    args = (j, 2**70) if which == "tg.tensor(huge list)" else (j,)  # its int past int64 is an OverflowError
+    ok, r = p.call(f"{which} j={j!r:.40} a={a.dtype}{a.shape}", calls[which], args)
     if ok and isinstance(r, tg.Tensor):
         p.push(r)
 
 
+# Huge views: a count past int64 is refused at once; a valid one is only ever read in ways whose
+# output is itself too big to allocate (a small output over 2**60 inputs would be a legitimate
+# hour-long loop, in PyTorch too, so `argmax()` without dim and `mm` to a small matrix are left out).
+HUGE_SHAPES = [(2**32, 2**32), (2**31, 2**32), (2**62, 2), (2**40, 2**40, 0), (2**20, 2**20, 2**20),
+               (2**21, 2**21, 2**21), (2**40, 0), (0, 2**62, 2**62)]
+HUGE_READS = {
+    "repr": repr, "sum": lambda x: x.sum(), "mean": lambda x: x.mean(), "max": lambda x: x.max(),
+    "sum(dim)": lambda x: x.sum(x.ndim - 1), "argmax(dim)": lambda x: x.argmax(dim=x.ndim - 1),
+    "max(dim)": lambda x: x.max(dim=0), "contiguous": lambda x: x.contiguous(), "x + 1": lambda x: x + 1,
+    "x * x": lambda x: x * x, "where": lambda x: tg.where(x > 0, x, 0.0), "numpy": lambda x: x.numpy(),
+    "tolist": lambda x: x.tolist() if x.numel() else None, "reshape(-1)": lambda x: x.reshape(-1).shape,
+    "bmm": lambda x: x.reshape(x.shape[0], x.shape[1], -1) @ x.reshape(x.shape[0], -1, x.shape[1]),
+    "index": lambda x: x[1:, 0].shape, "expand more": lambda x: x.expand(2**20, *x.shape),
+}
+
+
+def op_hostile(p):
+    """Attack families of issue 20: huge expanded shapes, int64 extremes against exact Python ints,
+    odd NumPy arrays (non-native byte order, > 32 dims, uint64 past int64, NumPy scalar operands)."""
+    family = p.draw(st.sampled_from(["huge", "int", "numpy"]), "family")
+    if family == "huge":
+        shape = p.draw(st.sampled_from(HUGE_SHAPES), "huge shape")
+        dt = p.draw(st.sampled_from([tg.float32, tg.int64]), "dtype")
+        ok, x = p.call(f"tg.ones(1, dtype={dt}).expand{shape}", lambda: tg.ones(1, dtype=dt).expand(*shape))
+        fits = math.prod(d for d in shape if d) <= I64_MAX
+        if ok != fits:
+            p.fail(f"expand{shape}: {'accepted' if ok else 'refused'}, but its count {'fits' if fits else 'does not fit'}")
+        if not ok:
+            return
+        if x.numel() != math.prod(shape):
+            p.fail(f"numel of expand{shape} is {x.numel()}")
+        name = p.draw(st.sampled_from(sorted(HUGE_READS)), "read")
+        ok, r = p.call(f"huge {name}", lambda: HUGE_READS[name](x))
+        if ok and name == "repr" and x.numel() == 0 and f"size=({', '.join(map(str, shape))})" not in r:
+            p.fail(f"repr of an empty huge tensor: {r}")
+        if ok and name == "sum" and x.numel() == 0 and r.item() != 0:
+            p.fail(f"sum of an empty tensor is {r.item()}")
+    elif family == "int":
+        v = p.draw(st.one_of(st.sampled_from(INTS), st.integers(I64_MIN, I64_MAX)), "int")
+        w = p.draw(st.one_of(st.sampled_from(INTS), st.integers(I64_MIN, I64_MAX)), "int 2")
+        wrap = lambda z: (z + 2**63) % 2**64 - 2**63  # noqa: E731
+        t = tg.tensor([v])
+        checks = {
+            "t + w": (lambda: t + w, wrap(v + w)), "w - t": (lambda: w - t, wrap(w - v)),
+            "t * w": (lambda: t * w, wrap(v * w)), "t.clamp(min=w)": (lambda: t.clamp(min=w), max(v, w)),
+            "t ** |w|": (lambda: t ** abs(w) if w != I64_MIN else t ** 0, wrap(pow(v, abs(w), 2**64)) if w != I64_MIN else 1),
+            "int(t)": (lambda: int(t), v), "item": (lambda: t.item(), v), "index": (lambda: operator.index(t[0]), v),
+            "repr": (lambda: repr(t), f"tensor([{v}])"), "t == w": (lambda: t == w, v == w),
+        }
+        name = p.draw(st.sampled_from(sorted(checks)), "int check")
+        fn, want = checks[name]
+        r = p.must(f"{name} with t = tensor([{v}]), w = {w}", fn)
+        got = r.tolist()[0] if isinstance(r, tg.Tensor) else r
+        if got != want:
+            p.fail(f"{name} with t = tensor([{v}]), w = {w}: {got!r}, exact answer {want!r}")
+        lo, hi = sorted((v, w))
+        if hi - lo < 64:
+            r = p.must(f"tg.arange({lo}, {hi})", lambda: tg.arange(lo, hi))
+            if r.tolist() != list(range(lo, hi)):
+                p.fail(f"tg.arange({lo}, {hi}) = {r.tolist()}")
+    else:
+        kind = p.draw(st.sampled_from(["byteorder", "many dims", "uint64", "np scalar"]), "numpy kind")
+        if kind == "byteorder":
+            a = np.arange(3).astype(p.draw(st.sampled_from([">f8", ">f4", ">i8"]), "dtype"))
+            ok, r = p.call("tg.tensor(<big-endian array>)", lambda: tg.tensor(a))
+            if ok or not isinstance(r, TypeError) or "byte order" not in str(r):
+                p.fail(f"a big-endian array was not refused with a TypeError naming the byte order: {r!r}")
+        elif kind == "many dims":
+            nd = p.draw(st.integers(30, 40), "ndim")
+            a = np.arange(2.0).reshape([1] * (nd - 1) + [2])
+            t = p.must(f"tg.tensor(<{nd}-dim array>)", lambda: tg.tensor(a))
+            back = p.must(f"<{nd}-dim tensor>.numpy()", lambda: t.numpy())
+            if back.shape != a.shape or not np.array_equal(back, a):
+                p.fail(f"{nd}-dim round trip changed the array: {back.shape}")
+        elif kind == "uint64":
+            v = p.draw(st.sampled_from([0, I64_MAX, 2**63, 2**64 - 1]), "value")
+            ok, r = p.call(f"tg.tensor(np.array([{v}], np.uint64))", lambda: tg.tensor(np.array([v], np.uint64)), (v,))
+            if ok != (v <= I64_MAX) or (ok and r.tolist() != [v]):
+                p.fail(f"uint64 {v}: {r!r}")
+        else:
+            a = p.pick("a")
+            an = snap(p, a)
+            ty = p.draw(st.sampled_from([np.int64, np.int32, np.float64, np.float32, np.bool_]), "numpy type")
+            s = ty(p.draw(st.integers(-3, 3), "value"))
+            ok, r = p.call(f"a + {ty.__name__}({s})", lambda: a + s)
+            if ok and r.shape != an.shape:
+                p.fail(f"a + NumPy scalar changed the shape: {r.shape} vs {an.shape}")
+
+
 OPS_NO_CONTEXT = [op_binary, op_binary, op_compare, op_unary, op_unary, op_matmul, op_shape, op_shape, op_cat,
                   op_reduce, op_reduce, op_to, op_getitem, op_getitem, op_setitem, op_inplace, op_inplace,
-                  op_grad_flags, op_hook, op_backward, op_backward, op_grad, op_custom, op_custom, op_misc_invalid]
+                  op_grad_flags, op_hook, op_backward, op_backward, op_grad, op_custom, op_custom, op_misc_invalid,
+                  op_hostile]
 OPS = OPS_NO_CONTEXT + [op_context]
 
 

@@ -8,6 +8,7 @@ use super::kernel::{map, map_cost, zip, zip_cost, Cost};
 use crate::autograd::node::{Backward, Node};
 use crate::autograd::record::{record, Save};
 use crate::error::{Error, Result};
+use crate::tensor::create::check_alloc;
 use crate::tensor::dtype::{DType, Scalar};
 use crate::tensor::element::{Element, Float};
 use crate::tensor::layout::broadcast_shapes;
@@ -305,11 +306,19 @@ fn node_input_nonneg(out: &Tensor, zero_base: &Tensor) -> Result<Tensor> {
     zero_base.logical(&out.detach().compare_scalar(1.0, Cmp::Le)?, '&')
 }
 
-/// `x ** y` on integers; a negative exponent truncates 1/x^|y| toward 0 as in PyTorch (was: always 0,
-/// also for x = 1 and x = -1).
+/// `x ** y` on integers, wrapping as PyTorch's integer kernels: by squaring over the whole 64-bit
+/// exponent (`2 ** (2**32 + 1)` is 0, not 2). A negative exponent truncates 1/x^|y| toward 0.
 fn int_pow(x: i64, y: i64) -> i64 {
     if y >= 0 {
-        x.wrapping_pow(y.min(u32::MAX as i64) as u32)
+        let (mut base, mut e, mut acc) = (x, y as u64, 1i64);
+        while e > 0 {
+            if e & 1 == 1 {
+                acc = acc.wrapping_mul(base);
+            }
+            base = base.wrapping_mul(base);
+            e >>= 1;
+        }
+        acc
     } else {
         match x {
             1 => 1,
@@ -369,7 +378,7 @@ impl ScalarOp {
         let d = s.result_dtype_with(t);
         Ok(match (self, d) {
             (ScalarOp::Div | ScalarOp::RDiv, DType::Int64 | DType::Bool) => DType::Float32,
-            (ScalarOp::Pow, DType::Int64) if s.as_f64() < 0.0 => {
+            (ScalarOp::Pow, DType::Int64) if s.is_negative() => {
                 return Err(Error::dtype("Integers to negative integer powers are not allowed."))
             }
             (ScalarOp::RPow, DType::Bool) => return Err(Error::dtype("\"pow\" not implemented for 'Bool'")),
@@ -389,19 +398,20 @@ impl ScalarOp {
                 }
             }
             DType::Int64 => {
-                let v = s.as_f64() as i64;
+                // Only int and bool scalars reach here (a float one makes the result float32).
+                let v = s.as_i64();
                 match self {
                     ScalarOp::Add => map(x, move |a: i64| a.wrapping_add(v)),
                     ScalarOp::Sub => map(x, move |a: i64| a.wrapping_sub(v)),
                     ScalarOp::RSub => map(x, move |a: i64| v.wrapping_sub(a)),
                     ScalarOp::Mul => map(x, move |a: i64| a.wrapping_mul(v)),
-                    ScalarOp::Pow => map(x, move |a: i64| a.wrapping_pow(v as u32)),
+                    ScalarOp::Pow => map(x, move |a: i64| int_pow(a, v)),
                     ScalarOp::RPow => map(x, move |a: i64| int_pow(v, a)),
                     ScalarOp::Div | ScalarOp::RDiv => Err(Error::dtype("integer division goes through float32")),
                 }
             }
             dt => dispatch_float!(dt, "arithmetic", T => {
-                let v = T::from_f64(s.as_f64());
+                let v: T = s.to_element();
                 match self {
                     ScalarOp::Add => map(x, move |a: T| a + v),
                     ScalarOp::Sub => map(x, move |a: T| a - v),
@@ -729,10 +739,7 @@ impl Tensor {
         let dt = if self.dtype().is_float() { self.dtype() } else { dt };
         let x = self.detach().to_dtype(dt)?;
         dispatch_all!(dt, T => {
-            let v: T = match s {
-                Scalar::Int(i) => T::from_i64(i),
-                other => T::from_f64(other.as_f64()),
-            };
+            let v: T = s.to_element();
             // One closure per comparison, so that each loop is branch-free.
             match op {
                 Cmp::Lt => map(&x, move |a: T| a < v),
@@ -785,20 +792,30 @@ impl Tensor {
 
     /// Limits every element to `[min, max]`; either bound may be absent.
     pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+        self.clamp_scalar(min.map(Scalar::Float), max.map(Scalar::Float))
+    }
+
+    /// `clamp` with bounds of any scalar kind: an integer bound of an int64 tensor stays exact.
+    pub fn clamp_scalar(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
         if min.is_none() && max.is_none() {
             return Err(Error::value("torch.clamp: At least one of 'min' or 'max' must not be None"));
         }
-        let (lo, hi) = (min.unwrap_or(f64::NEG_INFINITY), max.unwrap_or(f64::INFINITY));
         let out = match self.dtype() {
             DType::Int64 => {
-                let (lo, hi) = (
-                    min.map(|v| v.ceil() as i64).unwrap_or(i64::MIN),
-                    max.map(|v| v.floor() as i64).unwrap_or(i64::MAX),
-                );
+                // A float bound rounds inward (an int64 tensor with a float bound is made float32 by
+                // the bindings, as in PyTorch; this serves Rust callers).
+                let bound = |b: Scalar, up: bool| match b {
+                    Scalar::Float(v) if up => v.ceil() as i64,
+                    Scalar::Float(v) => v.floor() as i64,
+                    other => other.as_i64(),
+                };
+                let (lo, hi) =
+                    (min.map(|v| bound(v, true)).unwrap_or(i64::MIN), max.map(|v| bound(v, false)).unwrap_or(i64::MAX));
                 map(self, move |x: i64| x.max(lo).min(hi))?
             }
             dt => dispatch_float!(dt, "clamp", T => {
-                let (l, h) = (T::from_f64(lo), T::from_f64(hi));
+                let l: T = min.map(|v| v.to_element()).unwrap_or(<T as num_traits::Float>::neg_infinity());
+                let h: T = max.map(|v| v.to_element()).unwrap_or(<T as num_traits::Float>::infinity());
                 // max first, then min: when min > max every element becomes max, as in PyTorch (was: min)
                 map(self, move |x: T| {
                     let y = if x < l { l } else { x };
@@ -810,8 +827,14 @@ impl Tensor {
                 })?
             }),
         };
+        let (min, max) = (min.map(Scalar::as_f64), max.map(Scalar::as_f64));
         record("ClampBackward", &[self], &[&out], || (ClampBackward { min, max }, vec![Save::Input(self.clone())]));
         Ok(out)
+    }
+
+    /// In-place `clamp_scalar`.
+    pub fn clamp_scalar_(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<()> {
+        self.apply_inplace("clamp_", &[], |x| x.clamp_scalar(min, max))
     }
 
     /// `cond ? a : b`, element-wise with broadcasting.
@@ -820,15 +843,19 @@ impl Tensor {
         let (a, b) = (a.to_dtype(dt)?, b.to_dtype(dt)?);
         let c = cond.to_bool()?;
         let shape = broadcast_shapes(&broadcast_shapes(c.shape(), a.shape())?, b.shape())?;
+        check_alloc(&shape, dt)?;
+        let sh = IxDyn(&shape);
+        let broadcast_failed = || Error::shape(format!("where: cannot broadcast to shape {shape:?}"));
         let out = dispatch_all!(dt, T => c.with_view(|vc: ndarray::ArrayViewD<bool>| {
             a.with_view(|va: ndarray::ArrayViewD<T>| {
                 b.with_view(|vb: ndarray::ArrayViewD<T>| {
-                    let sh = IxDyn(&shape);
-                    let (vc, va, vb) = (vc.broadcast(sh.clone()).unwrap(), va.broadcast(sh.clone()).unwrap(), vb.broadcast(sh).unwrap());
-                    Tensor::from_array(Zip::from(&vc).and(&va).and(&vb).map_collect(|&c, &x, &y| if c { x } else { y }))
+                    let vc = vc.broadcast(sh.clone()).ok_or_else(broadcast_failed)?;
+                    let va = va.broadcast(sh.clone()).ok_or_else(broadcast_failed)?;
+                    let vb = vb.broadcast(sh.clone()).ok_or_else(broadcast_failed)?;
+                    Ok::<_, Error>(Tensor::from_array(Zip::from(&vc).and(&va).and(&vb).map_collect(|&c, &x, &y| if c { x } else { y })))
                 })
             })
-        })???);
+        })????);
         record("WhereBackward", &[&a, &b], &[&out], || (WhereBackward, vec![Save::Input(c.clone())]));
         Ok(out)
     }

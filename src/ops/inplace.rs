@@ -208,7 +208,7 @@ impl Tensor {
         }
         self.check_inplace(name, false)?;
         crate::dispatch_float!(self.dtype(), name, T => {
-            let v = <T as crate::tensor::element::Element>::from_f64(s.as_f64());
+            let v: T = s.to_element();
             self.update_in_place::<T>(name, move |d: &mut [T]| match op {
                 ScalarOp::Add => map_in_place(d, Cost::Cheap, |x| x + v),
                 ScalarOp::Sub => map_in_place(d, Cost::Cheap, |x| x - v),

@@ -288,6 +288,7 @@ impl Tensor {
             return Err(Error::index("argmax(): cannot reduce over a dimension of size 0"));
         }
         let out_shape = reduced_shape(t.shape(), &[d], true);
+        crate::tensor::create::check_alloc(&out_shape, DType::Int64)?;
         let r = dispatch_all!(t.dtype(), T => t.with_view(|v: ArrayViewD<T>| {
             let idx: Vec<i64> = v
                 .lanes(Axis(d))

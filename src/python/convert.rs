@@ -197,8 +197,21 @@ pub(crate) fn sizes(args: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
         .collect()
 }
 
+/// The most dimensions rust-numpy's typed arrays take (it panics past them); NumPy itself and
+/// tapegrad allow more, so larger arrays cross the boundary flattened and are reshaped on the
+/// other side (NumPy refuses past its own limit, 64, with a `ValueError`).
+const RUST_NUMPY_MAX_DIMS: usize = 32;
+
 /// A tensor from a NumPy array of a supported dtype (copied).
 pub(crate) fn tensor_from_numpy(arr: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    let ndim: usize = arr.getattr("ndim")?.extract()?;
+    if ndim > RUST_NUMPY_MAX_DIMS {
+        let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
+        let flat = tensor_from_numpy(&arr.call_method1("reshape", (-1,))?)?;
+        crate::tensor::layout::checked_numel(&shape)?;
+        let layout = crate::tensor::layout::Layout::contiguous(&shape);
+        return Ok(Tensor::from_parts(flat.storage().clone(), layout, flat.dtype(), None));
+    }
     macro_rules! try_type {
         ($t:ty) => {
             if let Ok(a) = arr.cast::<PyArrayDyn<$t>>() {
@@ -215,8 +228,35 @@ pub(crate) fn tensor_from_numpy(arr: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     try_type!(i64);
     try_type!(bool);
     let np = arr.py().import("numpy")?;
-    let kind: String = arr.getattr("dtype")?.getattr("kind")?.extract()?;
+    let dtype = arr.getattr("dtype")?;
+    let kind: String = dtype.getattr("kind")?.extract()?;
+    let itemsize: usize = dtype.getattr("itemsize")?.extract()?;
+    // Never a silent reinterpretation: a non-native byte order is refused (as PyTorch does), and
+    // so are values the target dtype cannot hold.
+    if !dtype.getattr("isnative")?.extract::<bool>()? {
+        return Err(PyTypeError::new_err(format!(
+            "can't convert a NumPy array of dtype {} to a tensor: its byte order is not the machine's; \
+             convert it first with arr.astype(arr.dtype.newbyteorder('='))",
+            dtype.str()?
+        )));
+    }
+    if kind == "u" && itemsize == 8 {
+        let above = arr.rich_compare(i64::MAX as u64, pyo3::basic::CompareOp::Gt)?;
+        let too_big = np.call_method1("any", (above,))?.is_truthy()?;
+        if too_big {
+            return Err(pyo3::exceptions::PyOverflowError::new_err(
+                "can't convert a uint64 array holding values above 2**63 - 1 to a tensor: tapegrad's integer dtype is int64",
+            ));
+        }
+    }
+    if kind == "f" && itemsize > 8 {
+        return Err(PyTypeError::new_err(format!(
+            "can't convert an array of dtype {} to a tensor without losing precision: tapegrad has float32 and float64",
+            dtype.str()?
+        )));
+    }
     let target = match kind.as_str() {
+        // Exact widenings (uint8/int32 to int64, float16 to float32) until tapegrad has those dtypes.
         "i" | "u" => "int64",
         "f" => "float32",
         "b" => "bool",
@@ -227,7 +267,11 @@ pub(crate) fn tensor_from_numpy(arr: &Bound<'_, PyAny>) -> PyResult<Tensor> {
             )))
         }
     };
-    let converted = np.call_method1("ascontiguousarray", (arr, target))?;
+    // `asarray`, not `ascontiguousarray`: the latter makes a 0-d array 1-d.
+    let kwargs = pyo3::types::PyDict::new(arr.py());
+    kwargs.set_item("dtype", target)?;
+    kwargs.set_item("order", "C")?;
+    let converted = np.call_method("asarray", (arr,), Some(&kwargs))?;
     tensor_from_numpy(&converted)
 }
 
@@ -236,6 +280,8 @@ pub(crate) fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) ->
     let py = data.py();
     let t = if let Ok(t) = data.cast::<PyTensor>() {
         t.get().inner.clone_data()?
+    } else if data.is_instance_of::<PyInt>() && !data.is_instance_of::<PyBool>() && data.extract::<i64>().is_err() {
+        return Err(int_overflow(data)?);
     } else if let Some(s) = scalar(data).filter(|_| !data.hasattr("shape").unwrap_or(false)) {
         // Made directly in a requested float dtype: going through float32 first would round
         // `tensor(1e-300, dtype=float64)` to 0.
@@ -247,6 +293,32 @@ pub(crate) fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) ->
         let is_array = data.is_instance(&np.getattr("ndarray")?)? || data.is_instance(&np.getattr("generic")?)?;
         let arr = np.call_method1("asarray", (data,))?;
         let kind: String = arr.getattr("dtype")?.getattr("kind")?.extract()?;
+        // NumPy makes Python ints past int64 uint64, float64 or object; PyTorch refuses them,
+        // unless a float among the data makes the whole float.
+        if !is_array && matches!(kind.as_str(), "u" | "f" | "O") {
+            let big = kind == "O" || {
+                let magnitude = np.call_method1("abs", (&arr,))?;
+                let above = magnitude.rich_compare(9.2e18, pyo3::basic::CompareOp::Ge)?;
+                np.call_method1("any", (above,))?.is_truthy()?
+            };
+            if big {
+                let mut scan = IntScan::default();
+                scan.visit(data, 0)?;
+                if let (Some(v), false) = (scan.big, scan.float) {
+                    return Err(int_overflow(&v)?);
+                }
+            }
+        }
+        // Ints past int64 beside a float: NumPy keeps objects, PyTorch makes them all float.
+        let (arr, kind) = if !is_array && kind == "O" && {
+            let mut scan = IntScan::default();
+            scan.visit(data, 0)?;
+            scan.float
+        } {
+            (np.call_method1("asarray", (data, "float64"))?, "f".to_string())
+        } else {
+            (arr, kind)
+        };
         // Python floats default to float32, unless a dtype was asked for: then they are converted
         // once, straight from float64 (so `tensor([1e-300], dtype=float64)` keeps its value).
         let arr = match dtype {
@@ -270,8 +342,44 @@ pub(crate) fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) ->
     }
 }
 
+/// What nested lists and tuples of Python numbers hold: the first int outside int64 (bools are
+/// ints in Python, and always fit), and whether there is a float (which makes the data float).
+#[derive(Default)]
+struct IntScan<'py> {
+    big: Option<Bound<'py, PyAny>>,
+    float: bool,
+}
+
+impl<'py> IntScan<'py> {
+    fn visit(&mut self, obj: &Bound<'py, PyAny>, depth: usize) -> PyResult<()> {
+        if obj.is_instance_of::<PyFloat>() {
+            self.float = true;
+        } else if obj.is_instance_of::<PyInt>() {
+            if self.big.is_none() && !obj.is_instance_of::<PyBool>() && obj.extract::<i64>().is_err() {
+                self.big = Some(obj.clone());
+            }
+        } else if depth < 64 && (obj.is_instance_of::<pyo3::types::PyList>() || obj.is_instance_of::<PyTuple>()) {
+            for item in obj.try_iter()? {
+                self.visit(&item?, depth + 1)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn int_overflow(v: &Bound<'_, PyAny>) -> PyResult<PyErr> {
+    Ok(pyo3::exceptions::PyOverflowError::new_err(format!(
+        "value {} cannot be converted to a tensor: it is outside int64 (tapegrad's integer dtype)",
+        v.str()?
+    )))
+}
+
 /// The data as a new NumPy array.
 pub(crate) fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    if t.ndim() > RUST_NUMPY_MAX_DIMS {
+        let flat = crate::dispatch_all!(t.dtype(), T => t.to_vec::<T>()?.into_pyarray(py).into_any());
+        return flat.call_method1("reshape", (PyTuple::new(py, t.shape())?,));
+    }
     Ok(crate::dispatch_all!(t.dtype(), T => t.to_array::<T>()?.into_pyarray(py).into_any()))
 }
 
@@ -418,7 +526,7 @@ fn arange(
     };
     let all_int = [s, e, st].iter().all(|v| matches!(v, Scalar::Int(_)));
     let dt = opt_dtype(dtype, if all_int { DType::Int64 } else { DType::Float32 })?;
-    finish(py, Tensor::arange(s.as_f64(), e.as_f64(), st.as_f64(), dt)?, requires_grad)
+    finish(py, Tensor::arange_scalar(s, e, st, dt)?, requires_grad)
 }
 
 #[pyfunction]

@@ -9,7 +9,7 @@ use pyo3::types::{PyList, PyTuple};
 
 use super::autograd::PyNode;
 use super::convert::{dtype_object, parse_dtype, to_numpy, PyDType, PyDevice};
-use crate::tensor::dtype::DType;
+use crate::tensor::dtype::{DType, Scalar};
 use crate::tensor::format;
 use crate::Tensor;
 
@@ -250,11 +250,10 @@ impl PyTensor {
     }
 
     fn item(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let v = self.inner.item()?;
-        Ok(match self.inner.dtype() {
-            DType::Bool => (v != 0.0).into_pyobject(py)?.to_owned().into_any().unbind(),
-            DType::Int64 => self.inner.to_vec::<i64>()?[0].into_pyobject(py)?.into_any().unbind(),
-            _ => v.into_pyobject(py)?.into_any().unbind(),
+        Ok(match self.inner.item_scalar()? {
+            Scalar::Bool(b) => b.into_pyobject(py)?.to_owned().into_any().unbind(),
+            Scalar::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
+            Scalar::Float(v) => v.into_pyobject(py)?.into_any().unbind(),
         })
     }
     fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -285,14 +284,20 @@ impl PyTensor {
     fn __float__(&self) -> PyResult<f64> {
         Ok(self.inner.item()?)
     }
-    fn __int__(&self) -> PyResult<i64> {
-        Ok(self.inner.item()? as i64)
+    /// Exact, as Python's `int()`: an int64 as it is, a float by Python's own conversion (NaN is a
+    /// `ValueError`, an infinity an `OverflowError`, a large float its exact integer).
+    fn __int__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(match self.inner.item_scalar()? {
+            Scalar::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
+            Scalar::Bool(b) => (b as i64).into_pyobject(py)?.into_any().unbind(),
+            Scalar::Float(v) => pyo3::types::PyFloat::new(py, v).call_method0("__int__")?.unbind(),
+        })
     }
     fn __index__(&self) -> PyResult<i64> {
         if self.inner.dtype() != DType::Int64 || self.inner.numel() != 1 {
             return Err(PyTypeError::new_err("only integer tensors of a single element can be converted to an index"));
         }
-        Ok(self.inner.item()? as i64)
+        Ok(self.inner.item_scalar()?.as_i64())
     }
     fn __bool__(&self) -> PyResult<bool> {
         if self.inner.numel() != 1 {
@@ -301,7 +306,10 @@ impl PyTensor {
                 self.inner.numel()
             )));
         }
-        Ok(self.inner.item()? != 0.0)
+        Ok(match self.inner.item_scalar()? {
+            Scalar::Float(v) => v != 0.0,
+            other => other.as_i64() != 0,
+        })
     }
     fn __len__(&self) -> PyResult<usize> {
         self.inner.shape().first().copied().ok_or_else(|| PyTypeError::new_err("len() of a 0-d tensor"))

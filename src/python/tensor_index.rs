@@ -30,7 +30,7 @@ fn item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
         let t = &t.get().inner;
         return match t.dtype() {
             DType::Bool => Ok(IndexItem::Mask(t.clone())),
-            DType::Int64 if t.numel() == 1 && t.ndim() == 0 => Ok(IndexItem::Int(t.item()? as isize)),
+            DType::Int64 if t.numel() == 1 && t.ndim() == 0 => Ok(IndexItem::Int(t.item_scalar()?.as_i64() as isize)),
             other => Err(PyIndexError::new_err(format!(
                 "tensors used as indices must be bool masks or 0-d int64 tensors (got a {other} tensor of shape {:?}); integer-array indexing is not supported",
                 t.shape()
@@ -66,6 +66,11 @@ fn item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
         let t = super::convert::tensor_from_data(obj, None)?;
         if t.dtype() == DType::Bool {
             return Ok(IndexItem::Mask(t));
+        }
+        // A NumPy integer scalar (np.int64(1), np.intp) or 0-d integer array is an integer, as in
+        // NumPy and PyTorch; a NumPy bool scalar is a 0-d mask above, as Python's bool.
+        if t.dtype() == DType::Int64 && t.ndim() == 0 {
+            return Ok(IndexItem::Int(t.item_scalar()?.as_i64() as isize));
         }
         return Err(PyIndexError::new_err(
             "integer-array indexing is not supported; use ints, slices, None, ... or a bool mask",

@@ -34,20 +34,16 @@ fn clamp_args(
     t: &Tensor,
     min: Option<&Bound<'_, PyAny>>,
     max: Option<&Bound<'_, PyAny>>,
-) -> PyResult<(Tensor, Option<f64>, Option<f64>)> {
+) -> PyResult<(Tensor, Option<crate::Scalar>, Option<crate::Scalar>)> {
     let mut want = t.dtype();
-    let mut value = |b: Option<&Bound<'_, PyAny>>| -> PyResult<Option<f64>> {
+    let mut value = |b: Option<&Bound<'_, PyAny>>| -> PyResult<Option<crate::Scalar>> {
         let Some(b) = b.filter(|b| !b.is_none()) else { return Ok(None) };
         match super::convert::scalar(b) {
-            Some(s @ crate::Scalar::Float(_)) => {
+            Some(s @ (crate::Scalar::Float(_) | crate::Scalar::Int(_))) => {
                 want = s.result_dtype_with(want);
-                Ok(Some(s.as_f64()))
+                Ok(Some(s))
             }
-            Some(s @ crate::Scalar::Int(_)) => {
-                want = s.result_dtype_with(want);
-                Ok(Some(s.as_f64()))
-            }
-            Some(s) => Ok(Some(s.as_f64())),
+            Some(s) => Ok(Some(s)),
             None => {
                 Err(PyTypeError::new_err(format!("clamp(): a bound must be a number, got {}", b.get_type().name()?)))
             }
@@ -330,7 +326,7 @@ impl PyTensor {
         max: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let (x, lo, hi) = clamp_args(&self.inner, min, max)?;
-        wrap(py, x.clamp(lo, hi)?)
+        wrap(py, x.clamp_scalar(lo, hi)?)
     }
     #[pyo3(signature = (min=None, max=None))]
     fn clip(
@@ -504,7 +500,7 @@ impl PyTensor {
                 t.dtype()
             )));
         }
-        t.clamp_(lo, hi)?;
+        t.clamp_scalar_(lo, hi)?;
         Ok(slf)
     }
     fn copy_<'py>(slf: Bound<'py, Self>, src: &Bound<'_, PyAny>) -> PyResult<Bound<'py, Self>> {

@@ -22,7 +22,10 @@ pub(crate) fn check_alloc(shape: &[usize], dtype: DType) -> Result<usize> {
         Error::OutOfMemory(format!("a tensor of shape {shape:?} has more elements than can be addressed"))
     })?;
     let bytes = n.saturating_mul(dtype.size());
-    let refused = || Error::OutOfMemory(format!("cannot allocate a tensor of shape {shape:?} ({bytes} bytes)"));
+    let refused = || {
+        let exact = n as u128 * dtype.size() as u128;
+        Error::OutOfMemory(format!("cannot allocate a tensor of shape {shape:?} ({exact} bytes)"))
+    };
     if bytes > (isize::MAX as usize) / 2 {
         return Err(refused());
     }
@@ -95,6 +98,32 @@ impl Tensor {
                 .collect();
             Tensor::from_vec(v, &[n])
         })
+    }
+
+    /// `arange` with bounds of any scalar kind: integer bounds of an int64 result are computed in
+    /// integers, so that values above 2**53 are exact and the length cannot be lost to rounding
+    /// (`arange(2**62, 2**62 + 3)` has 3 elements).
+    pub fn arange_scalar(start: Scalar, end: Scalar, step: Scalar, dtype: DType) -> Result<Tensor> {
+        let (Scalar::Int(a), Scalar::Int(b), Scalar::Int(s), DType::Int64) = (start, end, step, dtype) else {
+            return Tensor::arange(start.as_f64(), end.as_f64(), step.as_f64(), dtype);
+        };
+        if s == 0 {
+            return Err(Error::value("arange: step must be nonzero and bounds finite"));
+        }
+        // In i128: `end - start` of two int64 values cannot overflow there.
+        let (a, b, s) = (a as i128, b as i128, s as i128);
+        let diff = b - a;
+        if diff != 0 && (diff < 0) != (s < 0) {
+            return Err(Error::value("arange: upper bound and larger bound inconsistent with step sign"));
+        }
+        // ceil(diff / s) for diff and s of the same sign
+        let n = (diff + s - s.signum()) / s;
+        let n =
+            usize::try_from(n).map_err(|_| Error::OutOfMemory(format!("arange: {n} elements cannot be allocated")))?;
+        check_alloc(&[n], dtype)?;
+        // Every value lies between start and end, so it fits in i64.
+        let v: Vec<i64> = (0..n).map(|i| (a + i as i128 * s) as i64).collect();
+        Tensor::from_vec(v, &[n])
     }
 
     /// The `n × m` identity.

@@ -112,6 +112,34 @@ impl Scalar {
         }
     }
 
+    /// The value as i64: integers exact, bools 0/1, floats truncated toward zero (saturating).
+    pub fn as_i64(self) -> i64 {
+        match self {
+            Scalar::Float(v) => v as i64,
+            Scalar::Int(v) => v,
+            Scalar::Bool(v) => v as i64,
+        }
+    }
+
+    /// The value as an element of type `T`, converted once: an integer goes straight to `T`
+    /// (through f64 it would lose every integer above 2**53, and round twice on its way to f32).
+    pub fn to_element<T: super::element::Element>(self) -> T {
+        match self {
+            Scalar::Float(v) => T::from_f64(v),
+            Scalar::Int(v) => T::from_i64(v),
+            Scalar::Bool(v) => T::from_i64(v as i64),
+        }
+    }
+
+    /// True when the value is below zero.
+    pub fn is_negative(self) -> bool {
+        match self {
+            Scalar::Float(v) => v < 0.0,
+            Scalar::Int(v) => v < 0,
+            Scalar::Bool(_) => false,
+        }
+    }
+
     /// The dtype of a tensor made of this scalar alone.
     pub fn natural_dtype(self) -> DType {
         match self {

@@ -2,6 +2,7 @@
 //! rows aligned, and `...` past 1000 elements.
 
 use super::dtype::DType;
+use super::element::Element;
 use super::Tensor;
 
 const SUMMARIZE_OVER: usize = 1000;
@@ -57,62 +58,139 @@ fn fmt_one(v: f64, style: &Style) -> String {
         }
         Style::FloatWhole => format!("{}.", v as i64),
         Style::Fixed => format!("{v:.4}"),
-        Style::Sci => format!("{v:.4e}").replace('e', "e+").replace("e+-", "e-"),
+        Style::Sci => {
+            // Two exponent digits at least, as PyTorch (and C's printf) writes them: `1.5000e+00`.
+            let s = format!("{v:.4e}");
+            let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
+            let (sign, digits) = exp.strip_prefix('-').map_or(("+", exp), |d| ("-", d));
+            format!("{mantissa}e{sign}{digits:0>2}")
+        }
     }
+}
+
+/// The indices shown along one dimension of `n` elements: all of them, or the first and last
+/// `EDGE` when the printout is summarized (the `...` goes between them).
+fn shown(n: usize, summarize: bool) -> Vec<usize> {
+    if summarize && n > 2 * EDGE {
+        (0..EDGE).chain(n - EDGE..n).collect()
+    } else {
+        (0..n).collect()
+    }
+}
+
+/// The shown elements, row-major over the shown indices of each dimension, as text. Only those
+/// elements are read: a summarized huge (e.g. expanded) tensor prints without being copied.
+fn shown_strings(t: &Tensor, kept: &[Vec<usize>]) -> crate::error::Result<Vec<String>> {
+    let count = kept.iter().map(|k| k.len()).product::<usize>();
+    let mut positions: Vec<usize> = Vec::with_capacity(count);
+    // Storage positions of the shown elements, by an odometer over the shown indices.
+    let l = t.layout();
+    let mut idx = vec![0usize; kept.len()];
+    for _ in 0..count {
+        positions.push(
+            idx.iter()
+                .enumerate()
+                .fold(l.offset, |acc, (d, &j)| acc.saturating_add(kept[d][j].saturating_mul(l.strides[d]))),
+        );
+        for d in (0..idx.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < kept[d].len() {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    if t.dtype() == DType::Int64 {
+        let vals = read_at::<i64>(t, &positions)?;
+        return Ok(vals.iter().map(|v| v.to_string()).collect());
+    }
+    let vals = crate::dispatch_all!(t.dtype(), T => read_at::<T>(t, &positions)?
+        .into_iter()
+        .map(|x| x.to_f64())
+        .collect::<Vec<f64>>());
+    let style = pick_style(t.dtype(), &vals);
+    Ok(vals.iter().map(|&v| fmt_one(v, &style)).collect())
+}
+
+/// The elements at the given storage positions (each checked against the storage).
+fn read_at<T: Element>(t: &Tensor, positions: &[usize]) -> crate::error::Result<Vec<T>> {
+    let guard = t.storage().read();
+    let slice = T::slice(&guard).ok_or_else(|| crate::error::Error::dtype("format: dtype mismatch"))?;
+    positions
+        .iter()
+        .map(|&p| {
+            slice
+                .get(p)
+                .copied()
+                .ok_or_else(|| crate::error::Error::index("tensor layout reaches past the end of its storage"))
+        })
+        .collect()
 }
 
 /// The data part: `tensor([...])` without the suffixes.
 pub fn format_data(t: &Tensor) -> String {
-    let vals = match t.to_f64_vec() {
+    let shape = t.shape().to_vec();
+    if t.numel() == 0 {
+        // As PyTorch: the shape of an empty tensor is spelled out unless it is `(0,)`.
+        return if shape.len() == 1 {
+            "tensor([])".into()
+        } else {
+            let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+            format!("tensor([], size=({}))", dims.join(", "))
+        };
+    }
+    let summarize = t.numel() > SUMMARIZE_OVER;
+    let kept: Vec<Vec<usize>> = shape.iter().map(|&n| shown(n, summarize)).collect();
+    let strs = match shown_strings(t, &kept) {
         Ok(v) => v,
         Err(e) => return format!("tensor(<unreadable: {e}>)"),
     };
-    let shape = t.shape().to_vec();
-    let summarize = vals.len() > SUMMARIZE_OVER;
-    let style = pick_style(t.dtype(), &vals);
-    let strs: Vec<String> = vals.iter().map(|&v| fmt_one(v, &style)).collect();
     let width = strs.iter().map(|s| s.len()).max().unwrap_or(0);
     if shape.is_empty() {
         return format!("tensor({})", strs.first().cloned().unwrap_or_default());
     }
+    let lens: Vec<usize> = kept.iter().map(|k| k.len()).collect();
+    let cut: Vec<bool> = kept.iter().zip(&shape).map(|(k, &n)| k.len() < n).collect();
     let mut out = String::from("tensor(");
-    write_block(&mut out, &strs, &shape, 0, 0, width, summarize, "tensor(".len());
+    write_block(&mut out, &strs, &lens, &cut, 0, 0, width, "tensor(".len());
     out.push(')');
     out
 }
 
+/// Writes dimension `dim` of the shown elements (`lens` of them along each dimension, row-major
+/// from `offset`); a `cut` dimension gets `...` between its first and last `EDGE` entries.
 #[allow(clippy::too_many_arguments)]
 fn write_block(
     out: &mut String,
     strs: &[String],
-    shape: &[usize],
+    lens: &[usize],
+    cut: &[bool],
     dim: usize,
     offset: usize,
     width: usize,
-    summarize: bool,
     indent: usize,
 ) {
-    let n = shape[dim];
-    let inner: usize = shape[dim + 1..].iter().product();
-    let idx: Vec<Option<usize>> = if summarize && n > 2 * EDGE {
-        (0..EDGE).map(Some).chain(std::iter::once(None)).chain((n - EDGE..n).map(Some)).collect()
+    let n = lens[dim];
+    let inner: usize = lens[dim + 1..].iter().product();
+    let idx: Vec<Option<usize>> = if cut[dim] {
+        (0..EDGE).map(Some).chain(std::iter::once(None)).chain((EDGE..n).map(Some)).collect()
     } else {
         (0..n).map(Some).collect()
     };
     out.push('[');
-    let last = dim + 1 == shape.len();
+    let last = dim + 1 == lens.len();
     for (k, i) in idx.iter().enumerate() {
         if k > 0 {
             if last {
                 out.push_str(", ");
             } else {
                 out.push(',');
-                for _ in 0..(shape.len() - dim - 1) {
+                for _ in 0..(lens.len() - dim - 1) {
                     out.push('\n');
                 }
                 out.pop();
                 out.push('\n');
-                if shape.len() - dim > 2 {
+                if lens.len() - dim > 2 {
                     out.push('\n');
                 }
                 out.push_str(&" ".repeat(indent + dim + 1));
@@ -121,7 +199,7 @@ fn write_block(
         match i {
             None => out.push_str("..."),
             Some(i) if last => out.push_str(&format!("{:>width$}", strs[offset + i])),
-            Some(i) => write_block(out, strs, shape, dim + 1, offset + i * inner, width, summarize, indent),
+            Some(i) => write_block(out, strs, lens, cut, dim + 1, offset + i * inner, width, indent),
         }
     }
     out.push(']');
@@ -131,7 +209,8 @@ fn write_block(
 pub fn format_tensor(t: &Tensor) -> String {
     let mut s = format_data(t);
     s.pop();
-    if !matches!(t.dtype(), DType::Float32 | DType::Int64 | DType::Bool) {
+    // An empty tensor shows every dtype but the default: there are no elements to tell it by.
+    if t.dtype() == DType::Float64 || (t.numel() == 0 && t.dtype() != DType::Float32) {
         s.push_str(&format!(", dtype=tapegrad.{}", t.dtype()));
     }
     if let Some(f) = t.grad_fn() {

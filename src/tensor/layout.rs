@@ -14,20 +14,52 @@ pub struct Layout {
     pub offset: usize,
 }
 
-/// Row-major strides of a shape.
+/// Row-major strides of a shape. Saturating: only a shape `checked_numel` refuses can exceed the
+/// range, and no layout is built over such a shape.
 pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
     let mut strides = vec![0; shape.len()];
-    let mut acc = 1;
+    let mut acc = 1usize;
     for i in (0..shape.len()).rev() {
         strides[i] = acc;
-        acc *= shape[i].max(1);
+        acc = acc.saturating_mul(shape[i].max(1));
     }
     strides
 }
 
-/// Number of elements of a shape.
+/// The largest element count a tensor may have: PyTorch counts elements in int64, and ndarray
+/// needs the product of the non-zero extents to fit in `isize`.
+pub const MAX_NUMEL: usize = i64::MAX as usize;
+
+// NOTE [Element counts]: a product of extents wraps silently in release builds, and a count that
+// wraps to 0 makes a huge view look empty, which skips the bounds checks that guard unsafe reads
+// (`expand(2**32, 2**32)` has 2**64 elements). Every place that makes a new shape (expand, reshape,
+// broadcasting, factories) therefore calls `checked_numel`, which refuses a shape whose non-zero
+// extents multiply past `MAX_NUMEL` (as PyTorch does). Given that, `numel` of an existing layout
+// cannot overflow; it saturates all the same, so a count can never wrap to 0.
+
+/// The element count of a new shape, or an error naming it when its non-zero extents multiply past
+/// `MAX_NUMEL`. See NOTE [Element counts].
+pub fn checked_numel(shape: &[usize]) -> Result<usize> {
+    let nonzero = shape
+        .iter()
+        .filter(|&&d| d != 0)
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .filter(|&n| n <= MAX_NUMEL)
+        .ok_or_else(|| {
+            Error::shape(format!(
+                "numel: integer multiplication overflow: a tensor of shape {} would have more than {MAX_NUMEL} elements",
+                fmt_shape(shape)
+            ))
+        })?;
+    Ok(if shape.contains(&0) { 0 } else { nonzero })
+}
+
+/// Number of elements of an existing shape (saturating; see NOTE [Element counts]).
 pub fn numel(shape: &[usize]) -> usize {
-    shape.iter().product()
+    if shape.contains(&0) {
+        return 0;
+    }
+    shape.iter().fold(1usize, |acc, &d| acc.saturating_mul(d))
 }
 
 /// Formats a shape the way messages show it: `[3, 4]`.
@@ -69,6 +101,7 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
             )));
         };
     }
+    checked_numel(&out)?;
     Ok(out)
 }
 
@@ -114,12 +147,17 @@ impl Layout {
         true
     }
 
-    /// The largest storage index touched, plus one (0 for an empty tensor).
+    /// The largest storage index touched, plus one (0 for an empty tensor). Saturating: a layout
+    /// whose reach does not fit in `usize` reaches past every storage, and callers refuse it.
     pub fn storage_extent(&self) -> usize {
         if self.numel() == 0 {
             return 0;
         }
-        self.offset + self.shape.iter().zip(&self.strides).map(|(&d, &s)| (d - 1) * s).sum::<usize>() + 1
+        self.shape
+            .iter()
+            .zip(&self.strides)
+            .fold(self.offset, |acc, (&d, &s)| acc.saturating_add((d - 1).saturating_mul(s)))
+            .saturating_add(1)
     }
 
     /// True when two distinct indices reach the same element (a broadcast view); writing in place
@@ -139,7 +177,7 @@ impl Layout {
     /// Inserts a size-1 dimension at `dim` (already wrapped into `0..=ndim`).
     pub fn unsqueeze(&self, dim: usize) -> Self {
         let mut l = self.clone();
-        let stride = if dim < self.ndim() { self.strides[dim] * self.shape[dim] } else { 1 };
+        let stride = if dim < self.ndim() { self.strides[dim].saturating_mul(self.shape[dim]) } else { 1 };
         l.shape.insert(dim, 1);
         l.strides.insert(dim, stride);
         l
@@ -183,6 +221,7 @@ impl Layout {
                 )));
             };
         }
+        checked_numel(shape)?;
         Ok(Layout { shape: shape.to_vec(), strides, offset: self.offset })
     }
 
@@ -194,7 +233,8 @@ impl Layout {
             l.offset += start * self.strides[dim];
         }
         l.shape[dim] = len;
-        l.strides[dim] *= step;
+        // A step past the extent leaves one element, whose stride is never followed.
+        l.strides[dim] = l.strides[dim].saturating_mul(step);
         l
     }
 
@@ -232,9 +272,11 @@ fn view_strides(old: &[usize], old_strides: &[usize], new: &[usize]) -> Option<V
     for tensor_d in (0..old.len()).rev() {
         tensor_numel *= old[tensor_d];
         // a chunk ends where the next-outer dimension does not continue this one's stride
-        if tensor_d == 0 || (old[tensor_d - 1] != 1 && old_strides[tensor_d - 1] != tensor_numel * chunk_base) {
+        if tensor_d == 0
+            || (old[tensor_d - 1] != 1 && old_strides[tensor_d - 1] != tensor_numel.saturating_mul(chunk_base))
+        {
             while view_d >= 0 && (view_numel < tensor_numel || new[view_d as usize] == 1) {
-                strides[view_d as usize] = view_numel * chunk_base;
+                strides[view_d as usize] = view_numel.saturating_mul(chunk_base);
                 view_numel *= new[view_d as usize];
                 view_d -= 1;
             }
@@ -254,6 +296,7 @@ fn view_strides(old: &[usize], old_strides: &[usize], new: &[usize]) -> Option<V
 /// Resolves a requested shape that may contain one `-1` against `numel`.
 pub fn infer_shape(requested: &[isize], numel_in: usize, from: &[usize]) -> Result<Vec<usize>> {
     let mut infer = None;
+    // Saturating: a product past the range matches no input size (all are at most MAX_NUMEL).
     let mut known = 1usize;
     for (i, &d) in requested.iter().enumerate() {
         if d == -1 {
@@ -264,7 +307,7 @@ pub fn infer_shape(requested: &[isize], numel_in: usize, from: &[usize]) -> Resu
         } else if d < 0 {
             return Err(Error::shape(format!("invalid shape dimension {d}")));
         } else {
-            known *= d as usize;
+            known = known.saturating_mul(d as usize);
         }
     }
     let mut out: Vec<usize> = requested.iter().map(|&d| d.max(0) as usize).collect();
@@ -284,5 +327,7 @@ pub fn infer_shape(requested: &[isize], numel_in: usize, from: &[usize]) -> Resu
             fmt_shape(from)
         )));
     }
+    // A zero extent makes any product of the others "match" an empty input; they must still count.
+    checked_numel(&out)?;
     Ok(out)
 }

@@ -431,11 +431,24 @@ impl Tensor {
         ArrayD::from_shape_vec(IxDyn(self.shape()), v).map_err(|e| Error::shape(e.to_string()))
     }
 
-    /// The single value of a one-element tensor, as f64.
+    /// The single value of a one-element tensor, as f64 (an int64 above 2**53 in magnitude is
+    /// rounded; `item_scalar` keeps it exact).
     pub fn item(&self) -> Result<f64> {
+        Ok(self.item_scalar()?.as_f64())
+    }
+
+    /// The single value of a one-element tensor, exactly: an int64 tensor gives `Scalar::Int`, a
+    /// bool tensor `Scalar::Bool`, a float tensor `Scalar::Float`.
+    pub fn item_scalar(&self) -> Result<dtype::Scalar> {
+        use dtype::Scalar;
         if self.numel() != 1 {
             return Err(Error::value(format!("a Tensor with {} elements cannot be converted to Scalar", self.numel())));
         }
-        Ok(self.to_f64_vec()?[0])
+        Ok(match self.dtype() {
+            DType::Int64 => Scalar::Int(self.to_vec::<i64>()?[0]),
+            DType::Bool => Scalar::Bool(self.to_vec::<bool>()?[0]),
+            DType::Float32 => Scalar::Float(self.to_vec::<f32>()?[0] as f64),
+            DType::Float64 => Scalar::Float(self.to_vec::<f64>()?[0]),
+        })
     }
 }

@@ -179,9 +179,6 @@ def test_pyscalar_conversions_exact():
 
 
 # covers: test_autograd.py::TestAutogradDeviceType::test_pyscalar_conversions
-@pytest.mark.xfail(strict=True, reason="int() of a float tensor saturates silently: nan gives 0, "
-                   "+-inf and 1.8e308 give the int64 limits, instead of Python's int(float) result "
-                   "or its ValueError/OverflowError")
 def test_pyscalar_conversions_float_to_int():
     f = tg.zeros(1, 1, dtype=tg.float64)
     f[0] = math.nan
