@@ -218,8 +218,9 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
     }
 
     // The handles returned to the caller. An output that shares memory with an input (the input
-    // returned as it is, or a view of it) is a view of that input, so that in-place writes to it
-    // or to the input are seen as such (and refused where they would override this backward).
+    // returned as it is, or a view of it) is a view of that input, and a view of a tensor made inside
+    // forward stays a view of it, so that in-place writes to it or to its base are seen as such (and
+    // refused where they would override this backward).
     let viewed_input = |o: &Tensor| match find_input(o) {
         Some(j) if dirty_inputs.contains(&j) => None,
         _ => (0..inputs.len()).find(|&j| o.shares_storage(&inputs[j])),
@@ -230,24 +231,34 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
             (Some(j), _) if dirty_inputs.contains(&j) => inputs[j].clone(),
             (_, Some(j)) => inputs[j].alias_with_layout(o.layout().clone()),
             (Some(_), None) => o.detach(),
-            (None, None) if o.requires_grad() => o.detach(),
-            (None, None) => o.clone(),
+            (None, None) => match o.base() {
+                Some(base) => base.alias_with_layout(o.layout().clone()),
+                None if o.requires_grad() => o.detach(),
+                None => o.clone(),
+            },
         })
         .collect();
-    if !needs.iter().any(|&n| n) {
-        return Ok((outputs, None));
-    }
     let is_non_diff = |o: &Tensor| ctx.non_differentiable.iter().any(|n| n.same(o));
     let differentiable: Vec<bool> = raw.iter().map(|o| !is_non_diff(o) && o.dtype().is_float()).collect();
-    let view_outputs: Vec<usize> =
-        (0..raw.len()).filter(|&i| differentiable[i] && viewed_input(&raw[i]).is_some()).collect();
-    for &i in &view_outputs {
+    let is_dirty = |o: &Tensor| find_input(o).is_some_and(|j| dirty_inputs.contains(&j));
+    let view_outputs: Vec<usize> = (0..raw.len())
+        .filter(|&i| {
+            differentiable[i] && (viewed_input(&raw[i]).is_some() || (raw[i].base().is_some() && !is_dirty(&raw[i])))
+        })
+        .collect();
+    // As in PyTorch, a view among several differentiable outputs is a multi-output view; under
+    // no_grad the views stay no-grad-mode views (`alias_with_layout` made them so).
+    let several_outputs = differentiable.iter().filter(|&&d| d).count() > 1;
+    for &i in view_outputs.iter().filter(|_| recording) {
         let (name, nr) = (name.to_string(), i);
-        outputs[i].set_view_creation(if view_outputs.len() > 1 {
+        outputs[i].set_view_creation(if several_outputs {
             crate::tensor::ViewCreation::MultiOutput { name, nr }
         } else {
             crate::tensor::ViewCreation::InCustomFunction { name, nr }
         });
+    }
+    if !needs.iter().any(|&n| n) {
+        return Ok((outputs, None));
     }
     let saves = ctx
         .to_save

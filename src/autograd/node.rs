@@ -102,6 +102,10 @@ pub struct Node {
     pub(crate) created_at: Option<String>,
     /// Hooks on this node's outputs' gradients, by output number (see `hooks.rs`).
     pub(crate) pre_hooks: Mutex<Vec<(usize, super::hooks::PreHook)>>,
+    /// The address of the binding layer's live wrapper object for this node, or 0: a borrowed,
+    /// non-owning reference (NOTE [One Python object per core object] in `python/identity.rs`).
+    #[cfg_attr(not(feature = "python"), allow(dead_code))]
+    pub(crate) wrapper: std::sync::atomic::AtomicUsize,
 }
 
 static NEXT_SEQ: AtomicU64 = AtomicU64::new(0);
@@ -130,6 +134,7 @@ impl Node {
             backward: Some(backward),
             created_at: super::anomaly::current_location(),
             pre_hooks: Mutex::new(Vec::new()),
+            wrapper: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 

@@ -50,6 +50,26 @@ pub(crate) fn record_node(
     node
 }
 
+/// `record` for an operation with a Python-scalar operand after its tensor input: the scalar has
+/// an input slot of its own with no edge, as PyTorch's wrapped-number operand has
+/// (`(a + 5).grad_fn.next_functions` is `((a's node, 0), (None, 0))`). The formula returns a
+/// gradient for each slot (`None` for the scalar's).
+pub(crate) fn record_with_scalar<B: Backward + 'static>(
+    name: &'static str,
+    input: &Tensor,
+    output: &Tensor,
+    make: impl FnOnce() -> (B, Vec<Save>),
+) {
+    if !needs_grad(&[input]) {
+        return;
+    }
+    let (formula, saves) = make();
+    let edges = vec![gradient_edge(input), None];
+    let input_meta = vec![Some(TensorMeta::of(input)), None];
+    let node = node_with_edges(Cow::Borrowed(name), edges, input_meta, &[output], Box::new(formula), saves);
+    output.set_history(node, 0);
+}
+
 /// Builds the node for `outputs = op(inputs)` without touching the outputs.
 pub(crate) fn build_node(
     name: Cow<'static, str>,
@@ -60,6 +80,17 @@ pub(crate) fn build_node(
 ) -> Arc<Node> {
     let edges = inputs.iter().map(|t| gradient_edge(t)).collect();
     let input_meta = inputs.iter().map(|t| Some(TensorMeta::of(t))).collect();
+    node_with_edges(name, edges, input_meta, outputs, formula, saves)
+}
+
+fn node_with_edges(
+    name: Cow<'static, str>,
+    edges: Vec<Option<super::node::Edge>>,
+    input_meta: Vec<Option<TensorMeta>>,
+    outputs: &[&Tensor],
+    formula: Box<dyn Backward>,
+    saves: Vec<Save>,
+) -> Arc<Node> {
     let output_meta = outputs.iter().map(|t| TensorMeta::of(t)).collect();
     Arc::new_cyclic(|weak| {
         let saved = saves

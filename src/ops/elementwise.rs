@@ -6,7 +6,7 @@ use ndarray::{IxDyn, Zip};
 
 use super::kernel::{map, map_cost, zip, zip_cost, Cost};
 use crate::autograd::node::{Backward, Node};
-use crate::autograd::record::{record, Save};
+use crate::autograd::record::{record, record_with_scalar, Save};
 use crate::error::{Error, Result};
 use crate::tensor::create::check_alloc;
 use crate::tensor::dtype::{DType, Scalar};
@@ -358,6 +358,12 @@ pub enum ScalarOp {
 }
 
 impl ScalarOp {
+    /// True for the operations PyTorch runs as a tensor operation on a wrapped number (`x + 5`,
+    /// `x * 5`, ...): their node has an input slot for the number, with no edge.
+    fn scalar_has_slot(self) -> bool {
+        matches!(self, ScalarOp::Add | ScalarOp::Sub | ScalarOp::Mul | ScalarOp::Div)
+    }
+
     fn node_name(self) -> &'static str {
         match self {
             ScalarOp::Add => "AddBackward",
@@ -445,8 +451,10 @@ impl Backward for ScalarBackward {
     }
 
     fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        // With `scalar_has_slot`, the second slot is the scalar's: it never gets a gradient.
+        let slots = if self.op.scalar_has_slot() { 2 } else { 1 };
         let Some(g) = grads.into_iter().next().flatten() else {
-            return Ok(vec![None]);
+            return Ok(vec![None; slots]);
         };
         let s = self.s;
         let gi = match self.op {
@@ -477,7 +485,9 @@ impl Backward for ScalarBackward {
                 }
             }
         };
-        Ok(vec![Some(gi)])
+        let mut out = vec![Some(gi)];
+        out.resize(slots, None);
+        Ok(out)
     }
 }
 
@@ -677,14 +687,19 @@ impl Tensor {
         let dt = op.compute_dtype(s, self.dtype())?;
         let x = self.to_dtype(dt)?;
         let out = op.kernel(&x, s)?;
-        record(op.node_name(), &[&x], &[&out], || {
+        let make = || {
             let saves = match op {
                 ScalarOp::RDiv | ScalarOp::Pow => vec![Save::Input(x.clone())],
                 ScalarOp::RPow => vec![Save::Output(0)],
                 _ => vec![],
             };
             (ScalarBackward { op, s: s.as_f64() }, saves)
-        });
+        };
+        if op.scalar_has_slot() {
+            record_with_scalar(op.node_name(), &x, &out, make);
+        } else {
+            record(op.node_name(), &[&x], &[&out], make);
+        }
         Ok(out)
     }
 

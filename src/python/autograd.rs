@@ -1,6 +1,7 @@
 //! Autograd entry points for Python: the graph node object (`grad_fn`), grad mode, anomaly mode,
 //! `backward` / `grad`, and the hooks the core calls back (user location, Ctrl-C).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use pyo3::prelude::*;
@@ -19,6 +20,28 @@ type SavedInfo = (Vec<usize>, String, u64, u64);
 #[pyclass(name = "Node", module = "tapegrad", frozen)]
 pub struct PyNode {
     pub(crate) node: Arc<Node>,
+    /// This object's own address, once made (see `wrap`).
+    me: AtomicUsize,
+}
+
+// One Python object per node: see NOTE [One Python object per core object] in `identity.rs`.
+impl PyNode {
+    /// The Python object of a node: its live wrapper, or a new one.
+    pub(crate) fn wrap(py: Python<'_>, node: Arc<Node>) -> PyResult<Py<PyNode>> {
+        if let Some(obj) = super::identity::live_wrapper(py, &node.wrapper) {
+            return Ok(obj);
+        }
+        let obj = Py::new(py, PyNode { node, me: AtomicUsize::new(0) })?;
+        let this = obj.get();
+        this.me.store(super::identity::register(&obj, &this.node.wrapper), Ordering::Release);
+        Ok(obj)
+    }
+}
+
+impl Drop for PyNode {
+    fn drop(&mut self) {
+        super::identity::unregister(&self.node.wrapper, *self.me.get_mut());
+    }
 }
 
 #[pymethods]
@@ -41,6 +64,28 @@ impl PyNode {
     fn name(&self) -> String {
         self.node.name().to_string()
     }
+    /// Runs the node's backward formula on one gradient per output of its forward operation and
+    /// returns the gradients of its inputs (one tensor when it has one input), as PyTorch's nodes do.
+    #[pyo3(signature = (*grads))]
+    fn __call__(&self, py: Python<'_>, grads: Vec<Option<Py<PyTensor>>>) -> PyResult<Py<PyAny>> {
+        let n = self.node.num_outputs();
+        if grads.len() != n {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "{} expected {n} arguments, got {} instead",
+                self.node.name(),
+                grads.len()
+            )));
+        }
+        let grads: Vec<Option<Tensor>> = grads.into_iter().map(|g| g.map(|g| g.get().inner.clone())).collect();
+        let node = self.node.clone();
+        let out = py.detach(|| node.apply(grads))?;
+        let mut wrapped =
+            out.into_iter().map(|g| g.map(|g| PyTensor::wrap(py, g)).transpose()).collect::<PyResult<Vec<_>>>()?;
+        if wrapped.len() == 1 {
+            return Ok(wrapped.remove(0).into_pyobject(py)?.into_any().unbind());
+        }
+        Ok(PyTuple::new(py, wrapped)?.into_any().unbind())
+    }
     #[getter]
     fn next_functions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let items = self
@@ -48,7 +93,7 @@ impl PyNode {
             .next_edges()
             .iter()
             .map(|e| match e {
-                Some(e) => Ok((Some(PyNode { node: e.node.clone() }), e.input_nr).into_pyobject(py)?.into_any()),
+                Some(e) => Ok((Some(PyNode::wrap(py, e.node.clone())?), e.input_nr).into_pyobject(py)?.into_any()),
                 None => Ok((py.None(), 0usize).into_pyobject(py)?.into_any()),
             })
             .collect::<PyResult<Vec<_>>>()?;
@@ -293,11 +338,38 @@ fn _run_backward(
 ) -> PyResult<()> {
     let roots = tensor_list(tensors, "tensors")?;
     let grads = optional_tensors(grad_tensors, roots.len(), &roots)?;
+    run_backward(py, &roots, &grads, retain_graph, create_graph, inputs)
+}
+
+/// `Tensor.backward` and `autograd.backward`: accumulates into `.grad`, with PyTorch's checks and its
+/// warning that `create_graph` links each leaf to its own gradient.
+pub(crate) fn run_backward(
+    py: Python<'_>,
+    roots: &[Tensor],
+    grads: &[Option<Tensor>],
+    retain_graph: bool,
+    create_graph: bool,
+    inputs: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
     let inputs = match inputs {
         Some(i) if !i.is_none() => Some(tensor_list(i, "inputs")?),
         _ => None,
     };
-    py.detach(|| engine::backward(&roots, &grads, retain_graph, create_graph, inputs.as_deref()))?;
+    if inputs.as_ref().is_some_and(|i| i.is_empty()) {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err("'inputs' argument to backward() cannot be empty."));
+    }
+    if create_graph {
+        PyErr::warn(
+            py,
+            &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+            c"Using backward() with create_graph=True will create a reference cycle between the parameter and \
+              its gradient which can cause a memory leak. We recommend using autograd.grad when creating the \
+              graph to avoid this. If you have to use this function, make sure to reset the .grad fields of \
+              your parameters to None after use to break the cycle and avoid the leak.",
+            1,
+        )?;
+    }
+    py.detach(|| engine::backward(roots, grads, retain_graph, create_graph, inputs.as_deref()))?;
     Ok(())
 }
 

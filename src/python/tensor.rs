@@ -21,43 +21,23 @@ pub struct PyTensor {
     me: AtomicUsize,
 }
 
-// NOTE [One Python object per tensor]: as in PyTorch, a tensor has at most one live Python object:
-// `x.grad is x.grad`, and a weak reference to `x.grad` lives as long as the gradient does. The core
-// tensor keeps the address of its wrapper (`TensorImpl::wrapper`), a borrowed reference: it keeps
-// nothing alive, so it is invisible to the collector (`__traverse__` does not report it). It is
-// written only with the GIL held: set when a wrapper is made, cleared by that wrapper's drop (which
-// runs before its memory is freed), and ignored while its object is being deallocated (reference
-// count 0), when a fresh wrapper replaces it.
+// One Python object per tensor: see NOTE [One Python object per core object] in `identity.rs`.
 impl PyTensor {
     /// The Python object of a core tensor: its live wrapper, or a new one.
     pub(crate) fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyTensor>> {
-        let known = t.0.wrapper.load(Ordering::Acquire);
-        if known != 0 {
-            let obj = known as *mut pyo3::ffi::PyObject;
-            // SAFETY: a non-zero slot is the address of this tensor's wrapper, which clears the slot
-            // in its drop, before its memory is freed; we hold the GIL, so it cannot be freed
-            // meanwhile. A count of 0 means it is being deallocated: not to be revived.
-            if unsafe { pyo3::ffi::Py_REFCNT(obj) } > 0 {
-                // SAFETY: `obj` is a live `PyTensor` (see above); a new strong reference is taken.
-                return Ok(unsafe { Bound::from_borrowed_ptr(py, obj).cast_into_unchecked::<PyTensor>().unbind() });
-            }
+        if let Some(obj) = super::identity::live_wrapper(py, &t.0.wrapper) {
+            return Ok(obj);
         }
         let obj = Py::new(py, PyTensor { inner: t, me: AtomicUsize::new(0) })?;
-        let addr = obj.as_ptr() as usize;
         let this = obj.get();
-        this.me.store(addr, Ordering::Release);
-        this.inner.0.wrapper.store(addr, Ordering::Release);
+        this.me.store(super::identity::register(&obj, &this.inner.0.wrapper), Ordering::Release);
         Ok(obj)
     }
 }
 
 impl Drop for PyTensor {
     fn drop(&mut self) {
-        let me = *self.me.get_mut();
-        if me != 0 {
-            // Only this object's own entry is cleared (a newer wrapper may have replaced it).
-            let _ = self.inner.0.wrapper.compare_exchange(me, 0, Ordering::AcqRel, Ordering::Acquire);
-        }
+        super::identity::unregister(&self.inner.0.wrapper, *self.me.get_mut());
     }
 }
 
@@ -209,13 +189,27 @@ impl PyTensor {
         let g = match grad {
             None => None,
             Some(g) if g.is_none() => None,
-            Some(g) => Some(super::tensor::expect_tensor(g, "grad")?),
+            Some(g) => Some(g.cast::<PyTensor>().map(|t| t.get().inner.clone()).map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "assigned grad expected to be a Tensor or None but got grad of type {}",
+                    g.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                ))
+            })?),
         };
         Ok(self.inner.set_grad(g)?)
     }
+    /// `del t.grad` clears the gradient, as assigning None does.
+    #[deleter]
+    fn delete_grad(&self) -> PyResult<()> {
+        Ok(self.inner.set_grad(None)?)
+    }
+    #[deleter]
+    fn delete_requires_grad(&self) -> PyResult<()> {
+        Err(PyRuntimeError::new_err("can't delete requires_grad"))
+    }
     #[getter]
-    fn grad_fn(&self) -> Option<PyNode> {
-        self.inner.grad_fn().map(|node| PyNode { node })
+    fn grad_fn(&self, py: Python<'_>) -> PyResult<Option<Py<PyNode>>> {
+        self.inner.grad_fn().map(|node| PyNode::wrap(py, node)).transpose()
     }
     #[getter]
     fn is_leaf(&self) -> bool {
@@ -228,6 +222,30 @@ impl PyTensor {
     #[getter]
     fn data(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         PyTensor::wrap(py, self.inner.detach())
+    }
+    /// Replacing `.data` is not supported: a tensor's storage and shape are fixed (see README's
+    /// differences from PyTorch). A non-tensor is refused with PyTorch's TypeError.
+    #[setter]
+    fn set_data(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        match value {
+            v if v.cast::<PyTensor>().is_ok() => Err(PyRuntimeError::new_err(
+                "assigning to .data is not supported in tapegrad (a tensor's storage and shape are fixed); \
+                 copy the values in place under no_grad instead: `with tg.no_grad(): t.copy_(new)`",
+            )),
+            v => Err(PyTypeError::new_err(format!(
+                "Variable data has to be a tensor, but got {}",
+                v.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            ))),
+        }
+    }
+    #[deleter]
+    fn delete_data(&self) -> PyResult<()> {
+        Err(PyRuntimeError::new_err("can't delete the data of a Tensor"))
+    }
+    /// Makes this tensor a leaf that does not require grad, in place.
+    fn detach_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        slf.get().inner.detach_()?;
+        Ok(slf)
     }
     #[getter]
     fn output_nr(&self) -> usize {
@@ -257,7 +275,8 @@ impl PyTensor {
         })
     }
     fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        if self.inner.requires_grad() {
+        // As in PyTorch, under no_grad the values may be read even from a tensor that requires grad.
+        if self.inner.requires_grad() && crate::autograd::grad_mode::is_grad_enabled() {
             return Err(PyRuntimeError::new_err(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.",
             ));
@@ -399,17 +418,8 @@ impl PyTensor {
             Some(g) if !g.is_none() => Some(super::convert::tensor_arg(g, Some(self.inner.dtype()))?),
             _ => None,
         };
-        let inputs = match inputs {
-            Some(i) if !i.is_none() => Some(tensor_list(i, "inputs")?),
-            _ => None,
-        };
-        if inputs.as_ref().is_some_and(|i| i.is_empty()) {
-            return Err(PyRuntimeError::new_err("'inputs' argument to backward() cannot be empty."));
-        }
-        let root = self.inner.clone();
         let retain = retain_graph.unwrap_or(create_graph);
-        py.detach(|| crate::autograd::backward(&[root], &[grad], retain, create_graph, inputs.as_deref()))?;
-        Ok(())
+        super::autograd::run_backward(py, std::slice::from_ref(&self.inner), &[grad], retain, create_graph, inputs)
     }
 }
 

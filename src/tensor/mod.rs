@@ -234,6 +234,11 @@ impl Tensor {
     /// Sets `requires_grad` on a leaf. Only floating-point leaves can require gradients.
     pub fn set_requires_grad(&self, flag: bool) -> Result<()> {
         let mut m = self.0.meta.lock();
+        // A non-leaf requires grad already: asking for it again is allowed (as in PyTorch), only
+        // turning it off is refused.
+        if m.grad_fn.is_some() && flag {
+            return Ok(());
+        }
         if m.grad_fn.is_some() {
             return Err(Error::autograd(
                 "you can only change requires_grad flags of leaf variables. If you want to use a \
@@ -357,6 +362,28 @@ impl Tensor {
                 crate::autograd::hooks::move_retain_hook(self, &old, &grad_fn, output_nr);
             }
         }
+    }
+
+    /// Detaches this tensor in place: it becomes a leaf that does not require grad (PyTorch's
+    /// `detach_`). A view cannot be detached in place: its history is tied to its base's.
+    pub fn detach_(&self) -> Result<()> {
+        if self.0.base.is_some() {
+            return Err(Error::autograd(
+                "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel \
+                 (DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of DDP \
+                 buckets, and hence detach_() cannot be called on these gradients.",
+            ));
+        }
+        let old = {
+            let mut m = self.0.meta.lock();
+            m.requires_grad = false;
+            m.retains_grad = false;
+            m.output_nr = 0;
+            m.grad_fn.take()
+        };
+        // Dropped after the lock (NOTE [No Python under a tensor lock]).
+        drop(old);
+        Ok(())
     }
 
     /// Same data, same storage and version counter, no history. As in PyTorch, the result is not a

@@ -72,26 +72,20 @@ def _simple_view_functions(cnt):
 
 
 _SIMPLE_VIEW_ERRORS = {
-    "one_output": r"Output 0 of IdOneOutputBackward is a view and is being modified inplace\. "
+    "one_output": r"Output 0 of IdOneOutput is a view and is being modified inplace\. "
                   r"This view was created inside a custom Function",
-    "two_output": r"Output 0 of IdTwoOutputBackward is a view and is being modified inplace\. "
+    "two_output": r"Output 0 of IdTwoOutput is a view and is being modified inplace\. "
                   r"This view is the output of a function that returns multiple views",
-    "view_of_temp": r"Output 0 of ViewOfTempBackward is a view and is being modified inplace\. "
+    "view_of_temp": r"Output 0 of ViewOfTemp is a view and is being modified inplace\. "
                     r"This view was created inside a custom Function",
 }
-
-
-_VIEW_INPLACE_NOT_REFUSED = pytest.mark.xfail(
-    strict=True, reason="an in-place write to a view returned by a custom Function is not refused")
 
 
 def _simple_view_cases():
     for fn_id in ("one_output", "two_output", "view_of_temp"):
         for inplace in (True, False):
             for make_view in (True, False):
-                output_is_a_view = make_view or fn_id == "view_of_temp"
-                marks = [_VIEW_INPLACE_NOT_REFUSED] if inplace and output_is_a_view else []
-                yield pytest.param(fn_id, inplace, make_view, marks=marks)
+                yield pytest.param(fn_id, inplace, make_view)
 
 
 # covers: test_autograd.py::TestAutograd::test_autograd_simple_views_python
@@ -148,7 +142,6 @@ def test_autograd_simple_views_python(fn_id, inplace, make_view):
 
 
 # covers: test_autograd.py::TestAutograd::test_autograd_multiple_views_python
-@_VIEW_INPLACE_NOT_REFUSED
 def test_autograd_multiple_views_python():
     bw_called = [0]
 
@@ -176,13 +169,12 @@ def test_autograd_multiple_views_python():
     np.testing.assert_array_equal(a.grad.numpy(), [0.0, 1.0])
 
     out = ComplexView.apply(a.clone(), 1)
-    with pytest.raises(RuntimeError, match="Output 0 of ComplexViewBackward is a view and is being modified inplace"):
+    with pytest.raises(RuntimeError, match="Output 0 of ComplexView is a view and is being modified inplace"):
         out += 1
 
 
 # covers: test_autograd.py::TestAutograd::test_inplace_not_requires_grad
 # Left out: the ``unbind`` case (tapegrad has no multi-output view operation, issue 15).
-@_VIEW_INPLACE_NOT_REFUSED
 def test_inplace_not_requires_grad():
     class MyFn(Function):
         @staticmethod
@@ -379,8 +371,6 @@ def test_custom_function_mark_output_view_of_intermediate():
 
 
 # covers: test_autograd.py::TestAutograd::test_custom_function_inplace_on_view_of_leaf
-@pytest.mark.xfail(strict=True, reason="a custom Function's mark_dirty write to a view of a leaf that requires grad "
-                                       "is not refused (the leaf is modified)")
 def test_custom_function_inplace_on_view_of_leaf():
     class Func(Function):
         @staticmethod
@@ -398,7 +388,9 @@ def test_custom_function_inplace_on_view_of_leaf():
     # PyTorch says "leaf Variable"; tapegrad has no Variable and says "leaf tensor"
     with pytest.raises(RuntimeError, match="a view of a leaf (Variable|tensor) that requires grad"):
         Func.apply(b)
-    np.testing.assert_array_equal(a.detach().numpy(), [1.0, 2.0])
+    # As in PyTorch 2.x, forward's write has happened when mark_dirty's check refuses it: the error
+    # says the graph cannot be built, not that the memory is untouched.
+    np.testing.assert_array_equal(a.detach().numpy(), [2.0, 3.0])
 
 
 # covers: test_autograd.py::TestAutograd::test_custom_function_saving_mutated_view_no_leak

@@ -30,7 +30,6 @@ def randn(*shape):
 
 
 # covers: test_autograd.py::TestAutograd::test_unused_grad_requires_grad_with_materialize
-@pytest.mark.xfail(strict=True, reason="tg.autograd.grad has no materialize_grads option")
 def test_unused_grad_requires_grad_with_materialize():
     x = tg.ones(10, requires_grad=True)
     y = tg.ones(10, requires_grad=True)
@@ -43,7 +42,6 @@ def test_unused_grad_requires_grad_with_materialize():
 
 
 # covers: test_autograd.py::TestAutograd::test_grad_materialize_grads
-@pytest.mark.xfail(strict=True, reason="tg.autograd.grad has no materialize_grads option")
 def test_grad_materialize_grads():
     x = tg.tensor(0.5, requires_grad=True)
     a = tg.tensor(1.0, requires_grad=True)
@@ -228,7 +226,6 @@ def test_grad_badcalls():
 
 
 # covers: test_autograd.py::TestAutograd::test_grad_empty_inputs
-@pytest.mark.xfail(strict=True, reason="empty inputs give RuntimeError 'at least one input', PyTorch a ValueError")
 def test_grad_empty_inputs():
     x = tg.tensor([1.0], requires_grad=True)
     with pytest.raises(ValueError, match="grad requires non-empty inputs"):
@@ -236,7 +233,6 @@ def test_grad_empty_inputs():
 
 
 # covers: test_autograd.py::TestAutograd::test_grad_fn_badcalls
-@pytest.mark.xfail(strict=True, reason="a graph node (grad_fn) is not callable")
 def test_grad_fn_badcalls():
     x = tg.ones(1, requires_grad=True)
     y = x**2
@@ -471,7 +467,6 @@ def test_backward_twice_without_saved_values():
 
 
 # covers: test_autograd.py::TestAutograd::test_backward_create_graph_warns
-@pytest.mark.xfail(strict=True, reason="backward(create_graph=True) gives no warning about the leaf cycle")
 def test_backward_create_graph_warns():
     b = leaf(RNG.standard_normal(3))
     c = b * b
@@ -487,10 +482,6 @@ def test_backward_create_graph_warns():
 
 
 # covers: test_autograd.py::TestAutograd::test_next_functions
-@pytest.mark.xfail(
-    strict=True,
-    reason="next_functions leaves out a Python-scalar operand's slot and gives a new object per node",
-)
 def test_next_functions():
     x = tg.randn(5, 5, requires_grad=True)
     y = tg.randn(5, 5, requires_grad=True)
@@ -527,7 +518,6 @@ def test_requires_grad():
 
 
 # covers: test_autograd.py::TestAutograd::test_requires_grad_
-@pytest.mark.xfail(strict=True, reason="requires_grad_(True) on a non-leaf that requires grad raises; PyTorch: no-op")
 def test_requires_grad_():
     x = tg.randn(5, 5)
     y = tg.randn(5, 5, requires_grad=True)
@@ -557,7 +547,6 @@ def test_requires_grad_inplace():
 
 
 # covers: test_autograd.py::TestAutograd::test_attribute_deletion
-@pytest.mark.xfail(strict=True, reason="`del t.grad` is an AttributeError; PyTorch clears the gradient")
 def test_attribute_deletion():
     x = tg.randn(5, 5, requires_grad=True)
     del x.grad

@@ -42,8 +42,6 @@ def test_grad_assignment_wrong_type_raises_type_error():
 
 
 # covers: test_autograd.py::TestAutogradDeviceType::test_grad_assignment
-@pytest.mark.xfail(strict=True, reason="the TypeError for a non-tensor .grad says 'grad must be a "
-                   "Tensor', not that a Tensor or None is expected")
 def test_grad_assignment_wrong_type_message():
     x = _randn(5, 5, dtype=tg.float32)
     with pytest.raises(TypeError, match="expected to be a Tensor or None"):

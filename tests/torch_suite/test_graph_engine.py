@@ -109,7 +109,6 @@ def test_shape():
 
 
 # covers: test_autograd.py::TestAutograd::test_numpy_requires_grad
-@pytest.mark.xfail(strict=True, reason="numpy() of a tensor that requires grad is refused under no_grad too")
 def test_numpy_requires_grad():
     X = np.random.default_rng(8).standard_normal((2, 2)).astype(np.float32)
     x = tg.tensor(X, requires_grad=True)

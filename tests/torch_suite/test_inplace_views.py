@@ -229,7 +229,6 @@ def test_no_requires_grad_inplace():
 
 
 # covers: test_autograd.py::TestAutograd::test_no_unnecessary_save
-@pytest.mark.xfail(strict=True, reason="Tensor.detach_ (in-place detach) is missing")
 def test_no_unnecessary_save():
     mu = tg.ones(1, requires_grad=True)
     x = tg.empty(1)
@@ -260,7 +259,6 @@ def test_detach():
 
 
 # covers: test_autograd.py::TestAutograd::test_detach
-@pytest.mark.xfail(strict=True, reason="Tensor.detach_ (in-place detach) is missing")
 def test_detach_inplace():
     x = tg.randn(10, 10, requires_grad=True)
     y = tg.randn(10, 10, requires_grad=True)
@@ -277,7 +275,6 @@ def test_detach_inplace():
 
 
 # covers: test_autograd.py::TestAutograd::test_detach_base
-@pytest.mark.xfail(strict=True, reason="Tensor.detach_ (in-place detach) is missing")
 def test_detach_base():
     x = tg.randn(10, 10, requires_grad=True)
     view = x.narrow(0, 1, 4)
