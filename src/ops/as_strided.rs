@@ -162,6 +162,12 @@ pub(crate) fn view_rebase_error(creation: &ViewCreation, what: &str) -> Option<S
              the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or \
              both outside (if you want the inplace to be tracked)."
         )),
+        ViewCreation::OfNoGradModeView => Some(format!(
+            "This tensor is a view of a view which was created in no_grad mode and {what} with grad mode \
+             enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify \
+             your code by moving both the view and the inplace either both inside the no_grad block (if you \
+             don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked)."
+        )),
         ViewCreation::InCustomFunction { name, nr } => Some(format!(
             "Output {nr} of {name} is a view and {what}. This view was created inside a custom Function (or \
              because an input was returned as-is) and the autograd logic to handle view+inplace would override \

@@ -227,6 +227,14 @@ impl PyTensor {
     /// differences from PyTorch). A non-tensor is refused with PyTorch's TypeError.
     #[setter]
     fn set_data(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        // `p.data -= lr * g` reads `.data`, updates it in place, and assigns it back: the value is
+        // then this tensor's own memory, and the assignment has nothing left to do.
+        if let Ok(t) = value.cast::<PyTensor>() {
+            let t = &t.get().inner;
+            if t.shares_storage(&self.inner) && t.layout() == self.inner.layout() && t.dtype() == self.inner.dtype() {
+                return Ok(());
+            }
+        }
         match value {
             v if v.cast::<PyTensor>().is_ok() => Err(PyRuntimeError::new_err(
                 "assigning to .data is not supported in tapegrad (a tensor's storage and shape are fixed); \

@@ -80,8 +80,10 @@ pub(crate) enum ViewCreation {
     /// By a built-in operation with grad mode on.
     #[default]
     Default,
-    /// Under `no_grad` (or from such a view).
+    /// Under `no_grad`.
     NoGradMode,
+    /// With grad mode on, from a view made under `no_grad` (or from such a view).
+    OfNoGradModeView,
     /// Returned by a custom function (an input returned as it is, or a view of one): output `nr` of `name`.
     InCustomFunction { name: String, nr: usize },
     /// One of several views returned by one custom function.
@@ -146,8 +148,10 @@ impl Tensor {
         let out = Tensor::from_parts(self.0.storage.clone(), layout, self.0.dtype, base);
         let inherited =
             if self.0.base.is_some() { self.0.meta.lock().view_creation.clone() } else { ViewCreation::Default };
+        let grad_mode = crate::autograd::grad_mode::is_grad_enabled();
         let creation = match inherited {
-            ViewCreation::Default if !crate::autograd::grad_mode::is_grad_enabled() => ViewCreation::NoGradMode,
+            ViewCreation::Default if !grad_mode => ViewCreation::NoGradMode,
+            ViewCreation::NoGradMode if grad_mode => ViewCreation::OfNoGradModeView,
             c => c,
         };
         {

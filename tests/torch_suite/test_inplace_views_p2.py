@@ -109,41 +109,40 @@ def test_version_counter():
     assert x._version == xz._version
 
 
-# covers: test_autograd.py::TestAutograd::test_version_counter
-@pytest.mark.xfail(strict=True, reason="Tensor.data cannot be assigned")
-def test_version_counter_set_data():
+# covers: test_autograd.py::TestAutograd::test_version_counter (the .data assignment half)
+# covers: test_autograd.py::TestAutograd::test_set_data_preserve_pyobj
+# covers: test_autograd.py::TestAutograd::test_set_data_self_requires_grad
+# Adapted to a documented difference (README, "Differences from PyTorch"): assigning another tensor to
+# `.data` is refused with a RuntimeError (a tensor's storage, shape and dtype are fixed), so PyTorch's
+# expectations after the assignment (new shape, same version counter, same Python object) cannot
+# hold. What is kept: the assignment leaves the tensor, its version and its views untouched, a
+# non-tensor is a TypeError, and the in-place idiom `t.data -= x` (which assigns `.data` its own
+# memory) works.
+def test_set_data_is_refused_and_leaves_the_tensor_as_it_was():
     x = tg.randn(1, 2)
     xz = x[:]
     x.add_(1)
     v = x._version
-    x.data = tg.randn(2, 3)
-    assert x._version == v
+    before = x.numpy().copy()
+    with pytest.raises(RuntimeError, match="assigning to .data is not supported"):
+        x.data = tg.randn(2, 3)
+    assert x.shape == (1, 2) and x._version == v
+    np.testing.assert_array_equal(x.numpy(), before)
     x.add_(1)
-    assert x._version > v
     assert x._version == xz._version
-    xz.add_(1)
-    assert x._version == xz._version
-
-
-# covers: test_autograd.py::TestAutograd::test_set_data_preserve_pyobj
-@pytest.mark.xfail(strict=True, reason="Tensor.data cannot be assigned")
-def test_set_data_preserve_pyobj():
-    a = tg.randn(1, 2)
-    b = tg.randn(1, 2)
-    b_id = id(b)
-    b.data = a
-    assert id(b) == b_id
-    np.testing.assert_array_equal(b.numpy(), a.numpy())
-
-
-# covers: test_autograd.py::TestAutograd::test_set_data_self_requires_grad
-@pytest.mark.xfail(strict=True, reason="Tensor.data cannot be assigned")
-def test_set_data_self_requires_grad():
     a = tg.tensor(1.0, requires_grad=True)
-    a.data = tg.tensor(2.0)
-    assert a.item() == 2.0
-    with pytest.raises(RuntimeError, match="must be floating point or complex dtype"):
-        a.data = tg.tensor(3, dtype=tg.int64)
+    with pytest.raises(RuntimeError, match="assigning to .data is not supported"):
+        a.data = tg.tensor(2.0)
+    with pytest.raises(TypeError, match="Variable data has to be a tensor"):
+        a.data = 3
+
+
+def test_data_in_place_update_idiom():
+    w = tg.tensor([1.0, 2.0], requires_grad=True)
+    (w * w).sum().backward()
+    w.data -= 0.5 * w.grad
+    np.testing.assert_allclose(w.detach().numpy(), [0.0, 0.0])
+    assert w.requires_grad and w.is_leaf
 
 
 # covers: test_autograd.py::TestAutograd::test_autograd_views_codegen
@@ -204,8 +203,6 @@ def test_autograd_print_tensor_invalid_view():
 
 # covers: test_autograd.py::TestAutograd::test_autograd_inplace_view_of_view
 # Left out: the inference_mode half (issue 17).
-@pytest.mark.xfail(strict=True, reason="an in-place write to a view of a leaf that requires grad, when the leaf is "
-                                       "itself a view made under no_grad, is not refused (the leaf is modified)")
 def test_autograd_inplace_view_of_view():
     x = tg.zeros(2)
     with tg.no_grad():
