@@ -103,7 +103,52 @@ struct Target {
     input_nr: usize,
 }
 
+// NOTE [Deep reentrant backward]: a backward started inside a backward (a custom function's
+// backward or a hook that calls backward) runs nested on its caller's stack, Rust's and Python's.
+// Past MAX_REENTRANT_DEPTH nested runs on one thread, the next one runs on a fresh thread while the
+// caller waits, as PyTorch does, so the depth is bounded by memory rather than by the stack or by
+// Python's recursion limit (which is per thread). Grad mode is set by `run` itself and anomaly mode
+// is global, so nothing else needs carrying over.
+const MAX_REENTRANT_DEPTH: usize = 32;
+const REENTRANT_THREAD_STACK: usize = 64 << 20;
+
+thread_local! {
+    static REENTRANT_DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Restores the depth counter of this thread when a run ends (also on error or panic).
+struct DepthGuard(usize);
+
+impl Drop for DepthGuard {
+    fn drop(&mut self) {
+        REENTRANT_DEPTH.with(|d| d.set(self.0));
+    }
+}
+
 fn run(
+    roots: &[Tensor],
+    grad_roots: &[Option<Tensor>],
+    retain_graph: bool,
+    create_graph: bool,
+    capture: &[Tensor],
+) -> Result<Vec<Option<Tensor>>> {
+    let depth = REENTRANT_DEPTH.with(|d| d.get());
+    if depth >= MAX_REENTRANT_DEPTH {
+        return std::thread::scope(|scope| {
+            let worker = std::thread::Builder::new()
+                .name("tapegrad-reentrant-backward".into())
+                .stack_size(REENTRANT_THREAD_STACK)
+                .spawn_scoped(scope, || run(roots, grad_roots, retain_graph, create_graph, capture))
+                .map_err(|e| Error::autograd(format!("could not start a thread for a deep reentrant backward: {e}")))?;
+            worker.join().unwrap_or_else(|_| Err(Error::autograd("a deep reentrant backward panicked")))
+        });
+    }
+    let _depth = DepthGuard(depth);
+    REENTRANT_DEPTH.with(|d| d.set(depth + 1));
+    run_here(roots, grad_roots, retain_graph, create_graph, capture)
+}
+
+fn run_here(
     roots: &[Tensor],
     grad_roots: &[Option<Tensor>],
     retain_graph: bool,

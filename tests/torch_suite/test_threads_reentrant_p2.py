@@ -48,8 +48,6 @@ _DEEP_REENTRANT = textwrap.dedent("""
 # covers: test_autograd.py::TestAutograd::test_deep_reentrant
 # Run in a child process: a reentrant backward handled by plain recursion would overflow the stack
 # and take the interpreter down.
-@pytest.mark.xfail(strict=True, reason="a reentrant backward recurses on the caller's stack: depth 2000 ends in "
-                                       "RecursionError")
 def test_deep_reentrant():
     proc = subprocess.run(
         [sys.executable, "-c", _DEEP_REENTRANT.format(start=2000.0)],
