@@ -321,3 +321,93 @@ def test_backward_inputs_named_twice():
     x = tg.ones(1, requires_grad=True)
     (x * 2).sum().backward(inputs=[x, x])
     close(x.grad, [2])
+
+
+# Found by the differential test against PyTorch (custom functions, views and in-place writes).
+class ScaleAddInPlace(tg.Function):
+    """c += v in place (mark_dirty on c)."""
+
+    @staticmethod
+    def forward(ctx, c, v):
+        ctx.mark_dirty(c)
+        c.add_(v)
+        return c
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, g
+
+
+def test_view_passed_to_function_that_dirties_its_base_reads_the_new_value():
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    c = x.clone()
+    v = c[:]
+    ScaleAddInPlace.apply(c, v)
+    close(v.detach(), [2, 4])
+    v.sum().backward()  # v is now 2x: d/dx = 2
+    close(x.grad, [2, 2])
+
+
+def test_mark_dirty_view_with_two_outputs_is_fine_when_nothing_is_recorded():
+    base = tg.zeros(4)
+    AddInPlaceTwice.apply(base[1:3], tg.ones(2))
+    close(base, [0, 1, 1, 0])
+
+
+def test_item_assignment_drops_leading_unit_dims_of_the_value():
+    t = tg.zeros(3, 4)
+    t[0] = tg.ones(1, 4)
+    t[1:] = tg.ones(1, 1, 4) * 2
+    close(t, [[1] * 4, [2] * 4, [2] * 4])
+
+
+def test_shape_operations_that_change_nothing_return_new_views():
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    with tg.no_grad():
+        v = x.t()
+    assert v is not x and v.grad_fn is None
+    (x + 10 * v).sum().backward()
+    close(x.grad, [1, 1])  # v is a separate leaf made under no_grad
+    close(v.grad, [10, 10])
+    y = x * 1
+    for w in (y.reshape(2), y.view(2), y.expand(2), y.squeeze(), y.t(), y.reshape(-1)):
+        assert w is not y and w.grad_fn is not None
+    w = y.reshape(2)
+    w.retain_grad()
+    (y + 10 * w).sum().backward()
+    close(w.grad, [10, 10])
+
+
+def test_no_grad_view_of_tensor_that_requires_grad_is_a_leaf_that_requires_grad():
+    x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with tg.no_grad():
+        v = x[1:]
+    assert v.requires_grad and v.is_leaf and (v * 2).requires_grad
+
+
+@pytest.mark.parametrize(
+    "write",
+    [lambda m: m[1:].add_(m[:3]), lambda m: m.view(2, 2).add_(m.view(2, 2).t()),
+     lambda m: m.unsqueeze(0).add_(m), lambda m: m[1:].copy_(m[:3])],
+)
+def test_in_place_write_with_partly_overlapping_operand_is_refused(write):
+    m = tg.tensor([1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(RuntimeError, match="single memory location"):
+        write(m)
+    close(m, [1, 2, 3, 4])
+
+
+def test_in_place_write_with_the_same_memory_is_fine():
+    m = tg.tensor([1.0, 2.0])
+    m.add_(m)
+    m[:].mul_(m[:])
+    close(m, [4, 16])
+
+
+def test_no_grad_view_whose_base_changed_cannot_be_differentiated():
+    x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with tg.no_grad():
+        v = x[1:]
+        x.mul_(2)
+    with pytest.raises(RuntimeError, match="created in no_grad mode and its base"):
+        (v * 1).sum().backward()

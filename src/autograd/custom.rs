@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::grad_mode::{is_grad_enabled, GradModeGuard};
 use super::node::{Backward, Node};
-use super::record::{build_node, Save};
+use super::record::{build_node, node_with_edges, Save};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -167,6 +167,12 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
     let recording = is_grad_enabled();
     let needs: Vec<bool> = inputs.iter().map(|t| recording && t.requires_grad()).collect();
     let mut ctx = ForwardCtx::new(needs.clone());
+    // The edges to the inputs' histories are taken before forward runs, as PyTorch does: forward may
+    // write an input in place (mark_dirty), and a view of that input passed as another input must
+    // keep the history it had, then find its base's new history when it is next read (its version
+    // moved on).
+    let edges: Vec<Option<super::node::Edge>> =
+        if needs.iter().any(|&n| n) { inputs.iter().map(super::node::gradient_edge).collect() } else { Vec::new() };
     let detached: Vec<Tensor> = inputs.iter().map(|t| t.detach()).collect();
     let versions_before: Vec<u64> = inputs.iter().map(|t| t.version()).collect();
     let raw = {
@@ -199,7 +205,7 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
         inputs[j].check_inplace("mark_dirty", inputs[j].inplace_records(&input_refs))?;
         // The base of a dirty view gets a CopySlices node whose new value is this node's output;
         // with several outputs there would be no single output to read it from (PyTorch refuses too).
-        if recording && inputs[j].base().is_some() && raw.len() > 1 {
+        if needs.iter().any(|&n| n) && inputs[j].base().is_some() && raw.len() > 1 {
             return Err(Error::autograd(format!(
                 "{name}: if your Function modifies inplace an input that is a view of another Tensor, your \
                  Function cannot return more than one Tensor. This is not supported by the current autograd \
@@ -279,9 +285,10 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
         })
         .collect();
     let formula = CustomBackward { op, needs_input_grad: needs, materialize_grads: ctx.materialize_grads };
-    let input_refs: Vec<&Tensor> = inputs.iter().collect();
     let output_refs: Vec<&Tensor> = outputs.iter().collect();
-    let node = build_node(Cow::Owned(format!("{name}Backward")), &input_refs, &output_refs, Box::new(formula), saves);
+    let input_meta = inputs.iter().map(|t| Some(super::node::TensorMeta::of(t))).collect();
+    let name = Cow::Owned(format!("{name}Backward"));
+    let node = node_with_edges(name, edges, input_meta, &output_refs, Box::new(formula), saves);
     for (i, o) in outputs.iter().enumerate() {
         if differentiable[i] {
             o.set_history(node.clone(), i);

@@ -83,7 +83,8 @@ pub(crate) fn build_node(
     node_with_edges(name, edges, input_meta, outputs, formula, saves)
 }
 
-fn node_with_edges(
+/// Builds a node from edges taken beforehand (a custom function takes them before its forward runs).
+pub(crate) fn node_with_edges(
     name: Cow<'static, str>,
     edges: Vec<Option<super::node::Edge>>,
     input_meta: Vec<Option<TensorMeta>>,

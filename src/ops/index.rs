@@ -275,7 +275,8 @@ impl Tensor {
         Ok(out)
     }
 
-    /// The out-of-place value of `t[items] = value`.
+    /// The out-of-place value of `t[items] = value`. As in PyTorch and NumPy, leading size-1
+    /// dimensions of `value` beyond the indexed region's rank are dropped before broadcasting.
     pub(crate) fn index_put_value(&self, items: &[IndexItem], value: &Tensor) -> Result<Tensor> {
         if let [IndexItem::Mask(mask)] = items {
             self.check_mask(mask)?;
@@ -288,12 +289,12 @@ impl Tensor {
             let count = mask.to_vec::<bool>()?.iter().filter(|&&b| b).count();
             let mut sel_shape = vec![count];
             sel_shape.extend_from_slice(&self.shape()[mask.ndim()..]);
-            let v = value.expand(&sel_shape)?.contiguous()?;
+            let v = drop_leading_unit_dims(value, sel_shape.len())?.expand(&sel_shape)?.contiguous()?;
             return self.masked_scatter(mask, &v);
         }
         // Basic indices: replace the viewed region.
         let layout = basic_layout(self, items)?;
-        let v = value.to_dtype(self.dtype())?.expand(&layout.shape)?;
+        let v = drop_leading_unit_dims(&value.to_dtype(self.dtype())?, layout.shape.len())?.expand(&layout.shape)?;
         let region = Tensor::index_scatter_zeros(self.shape(), items, &v)?;
         let ones = Tensor::index_scatter_zeros(self.shape(), items, &Tensor::ones(&layout.shape, DType::Bool)?)?;
         Tensor::where_(&ones, &region, self)
@@ -303,4 +304,14 @@ impl Tensor {
     pub fn scalar_tensor(s: Scalar, dtype: DType) -> Result<Tensor> {
         Tensor::full(&[], s, dtype)
     }
+}
+
+/// `value` without the leading size-1 dimensions that make it longer than `ndim`.
+fn drop_leading_unit_dims(value: &Tensor, ndim: usize) -> Result<Tensor> {
+    let extra = value.shape().iter().take(value.ndim().saturating_sub(ndim)).take_while(|&&d| d == 1).count();
+    if extra == 0 {
+        return Ok(value.clone());
+    }
+    let shape: Vec<isize> = value.shape()[extra..].iter().map(|&d| d as isize).collect();
+    value.reshape(&shape)
 }

@@ -16,7 +16,7 @@ use crate::autograd::node::{Backward, Node};
 use crate::autograd::record::record_node;
 use crate::error::{Error, Result};
 use crate::tensor::dtype::Scalar;
-use crate::tensor::layout::fmt_shape;
+use crate::tensor::layout::{fmt_shape, Overlap};
 use crate::tensor::Tensor;
 
 /// The backward of an in-place write whose new value does not depend on the old one: zero.
@@ -163,9 +163,23 @@ impl Tensor {
         Ok(())
     }
 
+    /// Refuses an operand that shares part of the written memory in another arrangement
+    /// (`m[1:].add_(m[:3])`, `m.add_(m.t())`): the result would depend on the order of the writes,
+    /// so PyTorch refuses it too. The same elements in the same order (`x.add_(x)`) are fine.
+    fn check_operand_overlap(&self, other: &Tensor) -> Result<()> {
+        if self.shares_storage(other) && self.layout().overlap_with(other.layout()) == Overlap::Partial {
+            return Err(Error::autograd(
+                "unsupported operation: some elements of the input tensor and the written-to tensor refer to a \
+                 single memory location. Please clone() the tensor before performing the operation.",
+            ));
+        }
+        Ok(())
+    }
+
     /// `self (op)= other`: one pass over the memory when nothing is recorded, else through
     /// `apply_inplace`.
     fn binary_(&self, other: &Tensor, op: Binary, name: &'static str) -> Result<()> {
+        self.check_operand_overlap(other)?;
         if !self.fast_inplace_ok(other.requires_grad(), other.dtype()) || self.shares_storage(other) {
             return self.apply_inplace(name, &[other], |s| s.binary(other, op));
         }
@@ -310,6 +324,7 @@ impl Tensor {
     }
     /// Copies `src` (broadcast, cast) into this tensor.
     pub fn copy_(&self, src: &Tensor) -> Result<()> {
+        self.check_operand_overlap(src)?;
         let dtype = self.dtype();
         self.apply_inplace("copy_", &[src], |x| src.expand(x.shape())?.to_dtype(dtype))
     }

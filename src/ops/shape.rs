@@ -83,6 +83,14 @@ impl Tensor {
         out
     }
 
+    /// A view of the whole tensor with its own layout: what a shape operation that changes nothing
+    /// (reshape to the same shape, `t()` of a vector, ...) returns. As in PyTorch it is a new tensor, so
+    /// that a view taken under `no_grad` carries no history and a hook on it is its own.
+    fn same_shape_view(&self, name: &'static str) -> Tensor {
+        let input = self.shape().to_vec();
+        self.view_with(self.layout().clone(), name, || ShapeBackward::Reshape(input))
+    }
+
     /// A view with a new shape (one entry may be -1); fails when the strides do not allow a view.
     pub fn view(&self, shape: &[isize]) -> Result<Tensor> {
         let shape = infer_shape(shape, self.numel(), self.shape())?;
@@ -102,7 +110,7 @@ impl Tensor {
     pub fn reshape(&self, shape: &[isize]) -> Result<Tensor> {
         let target = infer_shape(shape, self.numel(), self.shape())?;
         if target == self.shape() {
-            return Ok(self.clone());
+            return Ok(self.same_shape_view("ViewBackward"));
         }
         let input = self.shape().to_vec();
         if let Some(layout) = self.layout().view_as(&target) {
@@ -139,11 +147,11 @@ impl Tensor {
     /// Removes dimension `dim` if it has size 1 (else returns the tensor unchanged, like PyTorch).
     pub fn squeeze_dim(&self, dim: isize) -> Result<Tensor> {
         if self.ndim() == 0 {
-            return Ok(self.clone());
+            return Ok(self.same_shape_view("SqueezeBackward"));
         }
         let d = wrap_dim(dim, self.ndim())?;
         if self.shape()[d] != 1 {
-            return Ok(self.clone());
+            return Ok(self.same_shape_view("SqueezeBackward"));
         }
         let layout = self.layout().squeeze(d);
         let input = self.shape().to_vec();
@@ -159,7 +167,7 @@ impl Tensor {
             }
         }
         if layout.ndim() == self.ndim() {
-            return Ok(self.clone());
+            return Ok(self.same_shape_view("SqueezeBackward"));
         }
         let input = self.shape().to_vec();
         Ok(self.view_with(layout, "SqueezeBackward", || ShapeBackward::Reshape(input)))
@@ -168,7 +176,7 @@ impl Tensor {
     /// A broadcast view to `shape` (`-1` keeps a dimension).
     pub fn expand(&self, shape: &[usize]) -> Result<Tensor> {
         if shape == self.shape() {
-            return Ok(self.clone());
+            return Ok(self.same_shape_view("ExpandBackward"));
         }
         let layout = self.layout().expand(shape)?;
         let input = self.shape().to_vec();
@@ -202,7 +210,7 @@ impl Tensor {
     /// Swaps two dimensions (a view).
     pub fn transpose(&self, d0: isize, d1: isize) -> Result<Tensor> {
         if self.ndim() == 0 {
-            return Ok(self.clone());
+            return Ok(self.same_shape_view("TransposeBackward"));
         }
         let (a, b) = (wrap_dim(d0, self.ndim())?, wrap_dim(d1, self.ndim())?);
         let layout = self.layout().transpose(a, b);
@@ -212,7 +220,7 @@ impl Tensor {
     /// Transpose of a matrix (0-D and 1-D tensors are returned as they are).
     pub fn t(&self) -> Result<Tensor> {
         match self.ndim() {
-            0 | 1 => Ok(self.clone()),
+            0 | 1 => Ok(self.same_shape_view("TBackward")),
             2 => self.transpose(0, 1),
             n => Err(Error::shape(format!("t() expects a tensor with <= 2 dimensions, but self is {n}D"))),
         }

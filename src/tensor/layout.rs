@@ -114,6 +114,17 @@ pub fn is_broadcastable_to(from: &[usize], to: &[usize]) -> bool {
     from.iter().enumerate().all(|(i, &d)| d == 1 || d == to[lead + i])
 }
 
+/// See `Layout::overlap_with`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Overlap {
+    /// Disjoint memory (or not judged).
+    No,
+    /// The same elements in the same order.
+    Full,
+    /// Shared memory in another arrangement.
+    Partial,
+}
+
 impl Layout {
     /// A fresh row-major layout.
     pub fn contiguous(shape: &[usize]) -> Self {
@@ -164,6 +175,48 @@ impl Layout {
     /// through such a layout is refused.
     pub fn has_internal_overlap(&self) -> bool {
         self.shape.iter().zip(&self.strides).any(|(&d, &s)| d > 1 && s == 0)
+    }
+
+    /// True when the elements fill `offset..storage_extent()` exactly once, in some order of the
+    /// dimensions (a contiguous tensor, or a permutation of one): PyTorch's "non-overlapping and dense".
+    pub fn is_non_overlapping_and_dense(&self) -> bool {
+        let mut dims: Vec<(usize, usize)> =
+            self.shape.iter().copied().zip(self.strides.iter().copied()).filter(|&(d, _)| d != 1).collect();
+        dims.sort_by_key(|&(_, s)| s);
+        let mut expected = 1;
+        for (d, s) in dims {
+            if s != expected {
+                return false;
+            }
+            expected *= d;
+        }
+        true
+    }
+
+    /// How the memory of two layouts over one storage overlaps, as PyTorch decides it before an
+    /// in-place write with an operand: `Full` when they are the same elements in the same order,
+    /// `Partial` when they share memory otherwise, `No` when disjoint. Layouts that are not
+    /// non-overlapping and dense (or empty) are not judged (`No`).
+    pub fn overlap_with(&self, other: &Layout) -> Overlap {
+        if self.numel() == 0
+            || other.numel() == 0
+            || !self.is_non_overlapping_and_dense()
+            || !other.is_non_overlapping_and_dense()
+        {
+            return Overlap::No;
+        }
+        let (a, b) = ((self.offset, self.storage_extent()), (other.offset, other.storage_extent()));
+        if a == b {
+            if self.strides == other.strides {
+                Overlap::Full
+            } else {
+                Overlap::Partial
+            }
+        } else if a.0 < b.1 && b.0 < a.1 {
+            Overlap::Partial
+        } else {
+            Overlap::No
+        }
     }
 
     /// Swaps two dimensions.

@@ -154,12 +154,16 @@ impl Tensor {
             ViewCreation::NoGradMode if grad_mode => ViewCreation::OfNoGradModeView,
             c => c,
         };
+        // As in PyTorch, a view made under no_grad of a tensor that requires grad requires grad
+        // itself, as a leaf (it has no history), and cannot be written in place with grad mode on.
+        let leaf_requiring_grad = creation == ViewCreation::NoGradMode && self.requires_grad();
         {
             let mut m = out.0.meta.lock();
-            if creation == ViewCreation::Default {
-                m.view_version = Some(out.version());
-            }
+            // Every view remembers the version it was made at: when its base changes, a default view
+            // regenerates its history and the others become an error to differentiate through.
+            m.view_version = Some(out.version());
             m.view_creation = creation;
+            m.requires_grad = leaf_requiring_grad;
         }
         out
     }
