@@ -9,6 +9,8 @@ with grad mode off, records one node, and checks what ``backward`` returns.
 import functools
 import inspect
 
+import numpy as np
+
 from . import _tapegrad as _C
 from ._grad_mode import no_grad
 
@@ -154,39 +156,96 @@ def autograd_function(forward, backward, name=None):
     return _AutogradCallable(cls)
 
 
-def custom_gradient(f):
-    """TensorFlow/Keras' spelling: ``f(*args)`` returns ``(output, grad_fn)``, where ``grad_fn``
-    takes one upstream gradient per output and returns one gradient per tensor argument."""
-    sig = inspect.signature(f)
+class _Computed:
+    """What ``custom_gradient`` computed before ``apply``: the decorated function's result and
+    its ``grad_fn``. Passed to ``forward`` as one non-tensor argument."""
 
-    def forward(ctx, *args):
-        ctx._tg_tensor_mask = [isinstance(a, Tensor) for a in args]
-        output, grad_fn = f(*args)
-        if not callable(grad_fn):
-            raise TypeError(f"{f.__name__} must return (output, grad_fn) for custom_gradient")
-        ctx._tg_grad_fn = grad_fn
-        return output
+    __slots__ = ("result", "grad_fn")
+
+    def __init__(self, result, grad_fn):
+        self.result, self.grad_fn = result, grad_fn
+
+
+def _as_tensor(value):
+    """Python numbers (not bools) and NumPy arrays and scalars as tensors; other values unchanged."""
+    if isinstance(value, (int, float, np.ndarray, np.number)) and not isinstance(value, (bool, np.bool_)):
+        return _C.tensor(value)
+    return value
+
+
+def _output_of(value):
+    """A value the decorated function returned, as ``forward`` returns it: tensors detached (their
+    gradient comes from ``grad_fn`` only), numbers and arrays as new tensors."""
+    value = _as_tensor(value)
+    return value.detach() if isinstance(value, Tensor) else value
+
+
+def _positional_names(f):
+    """The names of ``f``'s positional parameters, and the name for the rest (its ``*args``)."""
+    try:
+        params = inspect.signature(f).parameters.values()
+    except (TypeError, ValueError):
+        return [], "args"
+    names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    rest = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), "args")
+    return names, rest
+
+
+def custom_gradient(f):
+    """TensorFlow/Keras' spelling: ``f(*args, **kwargs)`` returns ``(output, grad_fn)``, where
+    ``grad_fn`` takes one upstream gradient per output and returns one gradient per tensor among
+    the positional arguments (a single one when there is one).
+
+    As in TensorFlow, ``f`` runs with history kept, on the caller's tensors, so that ``grad_fn``
+    may use them differentiably (second derivatives through it); its output is then cut from that
+    history and gets its gradient from ``grad_fn`` only. Positional arguments that are Python
+    numbers or NumPy arrays are converted to tensors (and want a gradient, ``None`` allowed); other
+    positional values and keyword arguments are passed through and get none.
+    """
+    name = _function_name(f, "CustomGradient")
+    positional, varargs = _positional_names(f)
+
+    def forward(ctx, *values):
+        computed = values[-1]
+        ctx._tg_grad_fn = computed.grad_fn
+        ctx._tg_tensor_mask = [isinstance(v, Tensor) for v in values[:-1]]
+        result = computed.result
+        if isinstance(result, (tuple, list)):
+            return tuple(_output_of(r) for r in result)
+        return _output_of(result)
 
     def backward(ctx, *upstream):
         grads = ctx._tg_grad_fn(*upstream)
-        if not isinstance(grads, (tuple, list)):
-            grads = (grads,)
+        grads = list(grads) if isinstance(grads, (tuple, list)) else [grads]
+        mask = ctx._tg_tensor_mask
+        expected = sum(mask)
+        if len(grads) != expected:
+            raise RuntimeError(
+                f"custom_gradient function {name}: grad_fn returned {len(grads)} gradient"
+                f"{'' if len(grads) == 1 else 's'}, expected {expected} (one per tensor among "
+                f"the positional arguments)"
+            )
         grads = iter(grads)
-        return tuple(next(grads, None) if is_tensor else None for is_tensor in ctx._tg_tensor_mask)
+        return (*(next(grads) if is_tensor else None for is_tensor in mask), None)
 
-    cls = type(_function_name(f, "CustomGradient"), (Function,), {
+    cls = type(name, (Function,), {
         "forward": staticmethod(forward),
         "backward": staticmethod(backward),
         "__module__": getattr(f, "__module__", __name__),
     })
-    names = list(sig.parameters)
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
-        bound = sig.bind(*args, **kwargs)
-        bound.apply_defaults()
-        values = tuple(bound.arguments[n] for n in names)
-        return _C._function_apply_named(cls, values, names)
+        args = tuple(_as_tensor(a) for a in args)
+        output = f(*args, **kwargs)
+        if not (isinstance(output, (tuple, list)) and len(output) == 2 and callable(output[1])):
+            raise TypeError(f"{name} must return (output, grad_fn) for custom_gradient")
+        result, grad_fn = output
+        names = positional[: len(args)]
+        names += [f"{varargs}[{i}]" for i in range(len(args) - len(names))]
+        names.append("_tg_computed")
+        out = _C._function_apply_named(cls, (*args, _Computed(result, grad_fn)), names)
+        return list(out) if isinstance(result, list) else out
 
     wrapper.function_class = cls
     return wrapper
