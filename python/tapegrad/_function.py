@@ -8,6 +8,7 @@ with grad mode off, records one node, and checks what ``backward`` returns.
 
 import functools
 import inspect
+import warnings
 
 import numpy as np
 
@@ -50,11 +51,25 @@ class _SavedMapping(dict):
 FunctionCtx = _C.FunctionCtx
 
 
+def _backward_attr(cls):
+    """The attribute that is ``cls``'s backward: ``vjp`` is another name for it; defining both is
+    an error, reported when backward runs (``Function._tg_backward_and_vjp``)."""
+    has_backward = cls.backward is not Function.backward
+    has_vjp = cls.vjp is not Function.vjp
+    if has_backward and has_vjp:
+        return "_tg_backward_and_vjp"
+    return "vjp" if has_vjp else "backward"
+
+
 class _Spec:
     """What ``apply`` learns once about a class: forward's parameters, the node name, whether
     backward is once-differentiable."""
 
     def __init__(self, cls):
+        if cls.forward is Function.forward:
+            raise NotImplementedError(
+                f"You must implement the forward function for custom autograd.Function ({cls.__name__})."
+            )
         sig = inspect.signature(cls.forward)
         params = list(sig.parameters.values())
         if not params:
@@ -71,7 +86,10 @@ class _Spec:
         self.names = [p.name for p in params]
         self.simple = all(p.kind == p.POSITIONAL_OR_KEYWORD for p in params)
         self.name = cls.__name__
-        self.once = bool(getattr(cls.backward, "_tg_once_differentiable", False))
+        self.backward_attr = _backward_attr(cls)
+        self.once = bool(getattr(getattr(cls, self.backward_attr), "_tg_once_differentiable", False))
+        self.clear_on_access = bool(getattr(cls, "clear_saved_tensors_on_access", False))
+
 
     def bind(self, args, kwargs):
         kwargs = kwargs or {}
@@ -94,15 +112,47 @@ class _Spec:
 
 class Function:
     """Base class for custom operations with ``forward(ctx, ...)`` and ``backward(ctx, *grads)``
-    static methods; call them with ``YourFunction.apply(...)``."""
+    (or its other name, ``vjp``) static methods; call them with ``YourFunction.apply(...)``, never
+    on an instance.
+
+    ``clear_saved_tensors_on_access = True`` on a subclass allows ``backward`` to read
+    ``ctx.saved_tensors`` (and ``ctx.saved_variables``) once only."""
+
+    clear_saved_tensors_on_access = False
+
+    def __init__(self, *args, **kwargs):
+        warnings.warn(
+            f"{self.__class__} should not be instantiated: the methods of a custom Function are "
+            "static; call YourFunction.apply(...) on the class itself.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is deprecated. Define forward "
+            "and backward as static methods and call YourFunction.apply(...)."
+        )
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
-        raise NotImplementedError("a tapegrad.Function must implement forward(ctx, ...)")
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
     def backward(ctx, *grad_outputs):
-        raise NotImplementedError("a tapegrad.Function must implement backward(ctx, *grad_outputs) to be differentiated")
+        raise NotImplementedError(
+            "You must implement either the backward or vjp method for your custom autograd.Function "
+            "to use it with backward mode AD."
+        )
+
+    vjp = backward
+
+    @staticmethod
+    def _tg_backward_and_vjp(ctx, *grad_outputs):
+        raise RuntimeError(
+            "Implementing both 'backward' and 'vjp' for a custom Function is not allowed. "
+            "You should only implement one of them."
+        )
 
     #: Binds the arguments to forward's signature and runs the function (native; see
     #: src/python/function.rs).
