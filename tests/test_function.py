@@ -780,7 +780,9 @@ def test_mark_dirty_input_must_be_returned():
     assert "Forgets" in str(e.value) and "argument 'x'" in str(e.value)
 
 
-def test_mark_dirty_only_accepts_inputs():
+def test_mark_dirty_of_a_non_input_is_ignored():
+    """As PyTorch: a warning, and y is an ordinary output (d/dx 2x = 2)."""
+
     class NotAnInput(tg.Function):
         @staticmethod
         def forward(ctx, x):
@@ -792,8 +794,11 @@ def test_mark_dirty_only_accepts_inputs():
         def backward(ctx, grad):
             return grad * 2
 
-    with pytest.raises(RuntimeError, match="mark_dirty only accepts input tensors"):
-        NotAnInput.apply(f64([1.0], requires_grad=True))
+    x = f64([1.0], requires_grad=True)
+    with pytest.warns(UserWarning, match="mark_dirty\\(\\) received a tensor that was not an input"):
+        y = NotAnInput.apply(x)
+    y.backward()
+    assert x.grad.item() == 2.0
 
 
 # --- mark_non_differentiable ------------------------------------------------------------------------
@@ -965,3 +970,163 @@ def test_function_alias_and_node_name():
     y = Cube.apply(f64([1.0], requires_grad=True))
     assert y.grad_fn.name() == "CubeBackward"
     assert "grad_fn=<CubeBackward>" in repr(y)
+
+
+# --- the class surface: vjp, misuse of the class, mark_dirty of a non-input, single access -----------
+
+
+class TripleVjp(tg.Function):
+    """y = 3 x, its backward spelled ``vjp``."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 3
+
+    @staticmethod
+    def vjp(ctx, g):
+        return g * 3
+
+
+def test_vjp_is_the_backward():
+    x = f64([1.0, -2.0], requires_grad=True)
+    TripleVjp.apply(x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
+
+
+def test_once_differentiable_vjp_is_honoured():
+    class Once(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 3
+
+        @staticmethod
+        @tg.once_differentiable
+        def vjp(ctx, g):
+            return g * 3
+
+    x = f64([1.0], requires_grad=True)
+    y = Once.apply(x)
+    (g,) = tg.autograd.grad((y * y).sum(), x, create_graph=True)  # the upstream 2 y needs a gradient
+    assert g.item() == 18.0
+    with pytest.raises(RuntimeError, match="once_differentiable"):
+        g.sum().backward()
+
+
+def test_backward_added_to_a_vjp_class_is_refused_when_backward_runs():
+    """As PyTorch: a subclass that adds backward to an inherited vjp defines both."""
+
+    class Both(TripleVjp):
+        @staticmethod
+        def backward(ctx, g):
+            return g * 5
+
+    y = Both.apply(f64([1.0], requires_grad=True))  # applying is allowed
+    with pytest.raises(RuntimeError, match="Implementing both 'backward' and 'vjp'"):
+        y.sum().backward()
+
+
+def test_missing_backward_is_not_implemented():
+    class NoBackward(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+    y = NoBackward.apply(f64([1.0], requires_grad=True))
+    with pytest.raises(NotImplementedError, match="must implement either the backward or vjp"):
+        y.sum().backward()
+
+
+def test_calling_an_instance_is_the_legacy_error():
+    with pytest.warns(DeprecationWarning, match="should not be instantiated"):
+        f = TripleVjp()
+    with pytest.raises(RuntimeError, match="Legacy autograd function with non-static forward"):
+        f(f64([1.0], requires_grad=True))
+
+
+def test_mark_dirty_of_a_non_input_is_ignored_with_a_warning():
+    """PyTorch: c = 3 a + b made inside forward and marked dirty is an ordinary output (warning);
+    d/da sum(c) = 3 (backward returns 3 g for both), d/db = 3."""
+
+    class Bad(tg.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            c = 3 * a
+            c.add_(b)
+            ctx.mark_dirty(c)
+            return c
+
+        @staticmethod
+        def backward(ctx, g):
+            return 3 * g, 3 * g
+
+    a = f64([1.0, 2.0], requires_grad=True)
+    b = f64([1.0, 1.0], requires_grad=True)
+    with pytest.warns(UserWarning, match="received a tensor that was not an input"):
+        c = Bad.apply(a * 1, b)
+    np.testing.assert_array_equal(c.detach().numpy(), [4.0, 7.0])
+    assert c.grad_fn.name() == "BadBackward"
+    c.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(b.grad.numpy(), [3.0, 3.0])
+
+
+def test_mark_dirty_of_a_view_that_is_no_input_is_refused():
+    class ViewDirty(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            out = x.clone().view_as(x)
+            ctx.mark_dirty(out)
+            return out
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    with pytest.raises(RuntimeError, match="ViewDirty: ctx.mark_dirty\\(\\) received a tensor that was not an input"):
+        ViewDirty.apply(f64([1.0], requires_grad=True) * 1)
+
+
+@pytest.mark.parametrize("attr", ["saved_tensors", "saved_variables"])
+def test_clear_saved_tensors_on_access_allows_one_read(attr):
+    reads = []
+
+    class Once(tg.Function):
+        clear_saved_tensors_on_access = True
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x, x=x)
+            getattr(ctx, attr)  # reads inside forward do not count
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            reads.append(getattr(ctx, attr))
+            # the other of the two may still be read once
+            other = "saved_variables" if attr == "saved_tensors" else "saved_tensors"
+            getattr(ctx, other)
+            getattr(ctx, attr)
+            return g * 2
+
+    y = Once.apply(f64([1.0], requires_grad=True))
+    with pytest.raises(RuntimeError, match=f"{attr} can only be accessed once"):
+        y.sum().backward()
+    assert len(reads) == 1
+
+
+def test_saved_tensors_are_read_freely_by_default():
+    class Twice(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (a,) = ctx.saved_tensors
+            (b,) = ctx.saved_tensors
+            return g * a + g * b
+
+    x = f64([3.0], requires_grad=True)
+    Twice.apply(x).backward()
+    assert x.grad.item() == 6.0

@@ -203,8 +203,12 @@ def weighted_product(x, w, power=2):
 def test_custom_gradient_several_tensor_arguments():
     rng = np.random.default_rng(3)
     check_grads(weighted_product, [rng.standard_normal(5), rng.standard_normal(5)])
+    # a keyword argument passes through untouched and wants no gradient (TensorFlow's rule)
     check_grads(lambda x, w: weighted_product(x, w, power=3), [rng.standard_normal(5), rng.standard_normal(5)])
-    check_grads(lambda x, w: weighted_product(x, w, 3), [rng.standard_normal(5), rng.standard_normal(5)])
+    # a positional number becomes a tensor argument, so this grad (two gradients for three) is refused
+    y = weighted_product(f64([1.0], requires_grad=True), f64([2.0]), 3)
+    with pytest.raises(RuntimeError, match="weighted_product: grad_fn returned 2 gradients, expected 3"):
+        y.backward()
 
 
 def test_custom_gradient_only_some_inputs_require_grad():
@@ -245,18 +249,21 @@ def test_custom_gradient_several_outputs():
 
 
 @tg.custom_gradient
-def mixed(a, scale, b):
-    """Tensors around a non-tensor argument; grad returns one gradient per tensor argument."""
+def mixed(a, scale, b, op):
+    """Tensors around a number (converted to a tensor, as TensorFlow does) and a string (passed
+    through): grad returns one gradient per tensor argument, the number's included."""
+    assert isinstance(scale, tg.Tensor) and op == "mul"
 
     def grad(up):
-        return up * scale * b, up * scale * a
+        return up * scale * b, None, up * scale * a
 
     return a * b * scale, grad
 
 
-def test_custom_gradient_skips_non_tensor_arguments():
+def test_custom_gradient_converts_numbers_and_skips_other_arguments():
     rng = np.random.default_rng(4)
-    check_grads(lambda a, b: mixed(a, 1.5, b), [rng.standard_normal(3), rng.standard_normal(3)])
+    check_grads(lambda a, b: mixed(a, 1.5, b, "mul"), [rng.standard_normal(3), rng.standard_normal(3)])
+    check_grads(lambda a, b: mixed(a, np.float64(-0.5), b, "mul"), [rng.standard_normal(3), rng.standard_normal(3)])
 
 
 def test_custom_gradient_must_return_a_grad_function():

@@ -8,6 +8,9 @@ with grad mode off, records one node, and checks what ``backward`` returns.
 
 import functools
 import inspect
+import warnings
+
+import numpy as np
 
 from . import _tapegrad as _C
 from ._grad_mode import no_grad
@@ -48,11 +51,25 @@ class _SavedMapping(dict):
 FunctionCtx = _C.FunctionCtx
 
 
+def _backward_attr(cls):
+    """The attribute that is ``cls``'s backward: ``vjp`` is another name for it; defining both is
+    an error, reported when backward runs (``Function._tg_backward_and_vjp``)."""
+    has_backward = cls.backward is not Function.backward
+    has_vjp = cls.vjp is not Function.vjp
+    if has_backward and has_vjp:
+        return "_tg_backward_and_vjp"
+    return "vjp" if has_vjp else "backward"
+
+
 class _Spec:
     """What ``apply`` learns once about a class: forward's parameters, the node name, whether
     backward is once-differentiable."""
 
     def __init__(self, cls):
+        if cls.forward is Function.forward:
+            raise NotImplementedError(
+                f"You must implement the forward function for custom autograd.Function ({cls.__name__})."
+            )
         sig = inspect.signature(cls.forward)
         params = list(sig.parameters.values())
         if not params:
@@ -69,7 +86,10 @@ class _Spec:
         self.names = [p.name for p in params]
         self.simple = all(p.kind == p.POSITIONAL_OR_KEYWORD for p in params)
         self.name = cls.__name__
-        self.once = bool(getattr(cls.backward, "_tg_once_differentiable", False))
+        self.backward_attr = _backward_attr(cls)
+        self.once = bool(getattr(getattr(cls, self.backward_attr), "_tg_once_differentiable", False))
+        self.clear_on_access = bool(getattr(cls, "clear_saved_tensors_on_access", False))
+
 
     def bind(self, args, kwargs):
         kwargs = kwargs or {}
@@ -92,15 +112,47 @@ class _Spec:
 
 class Function:
     """Base class for custom operations with ``forward(ctx, ...)`` and ``backward(ctx, *grads)``
-    static methods; call them with ``YourFunction.apply(...)``."""
+    (or its other name, ``vjp``) static methods; call them with ``YourFunction.apply(...)``, never
+    on an instance.
+
+    ``clear_saved_tensors_on_access = True`` on a subclass allows ``backward`` to read
+    ``ctx.saved_tensors`` (and ``ctx.saved_variables``) once only."""
+
+    clear_saved_tensors_on_access = False
+
+    def __init__(self, *args, **kwargs):
+        warnings.warn(
+            f"{self.__class__} should not be instantiated: the methods of a custom Function are "
+            "static; call YourFunction.apply(...) on the class itself.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is deprecated. Define forward "
+            "and backward as static methods and call YourFunction.apply(...)."
+        )
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
-        raise NotImplementedError("a tapegrad.Function must implement forward(ctx, ...)")
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
     def backward(ctx, *grad_outputs):
-        raise NotImplementedError("a tapegrad.Function must implement backward(ctx, *grad_outputs) to be differentiated")
+        raise NotImplementedError(
+            "You must implement either the backward or vjp method for your custom autograd.Function "
+            "to use it with backward mode AD."
+        )
+
+    vjp = backward
+
+    @staticmethod
+    def _tg_backward_and_vjp(ctx, *grad_outputs):
+        raise RuntimeError(
+            "Implementing both 'backward' and 'vjp' for a custom Function is not allowed. "
+            "You should only implement one of them."
+        )
 
     #: Binds the arguments to forward's signature and runs the function (native; see
     #: src/python/function.rs).
@@ -154,39 +206,96 @@ def autograd_function(forward, backward, name=None):
     return _AutogradCallable(cls)
 
 
-def custom_gradient(f):
-    """TensorFlow/Keras' spelling: ``f(*args)`` returns ``(output, grad_fn)``, where ``grad_fn``
-    takes one upstream gradient per output and returns one gradient per tensor argument."""
-    sig = inspect.signature(f)
+class _Computed:
+    """What ``custom_gradient`` computed before ``apply``: the decorated function's result and
+    its ``grad_fn``. Passed to ``forward`` as one non-tensor argument."""
 
-    def forward(ctx, *args):
-        ctx._tg_tensor_mask = [isinstance(a, Tensor) for a in args]
-        output, grad_fn = f(*args)
-        if not callable(grad_fn):
-            raise TypeError(f"{f.__name__} must return (output, grad_fn) for custom_gradient")
-        ctx._tg_grad_fn = grad_fn
-        return output
+    __slots__ = ("result", "grad_fn")
+
+    def __init__(self, result, grad_fn):
+        self.result, self.grad_fn = result, grad_fn
+
+
+def _as_tensor(value):
+    """Python numbers (not bools) and NumPy arrays and scalars as tensors; other values unchanged."""
+    if isinstance(value, (int, float, np.ndarray, np.number)) and not isinstance(value, (bool, np.bool_)):
+        return _C.tensor(value)
+    return value
+
+
+def _output_of(value):
+    """A value the decorated function returned, as ``forward`` returns it: tensors detached (their
+    gradient comes from ``grad_fn`` only), numbers and arrays as new tensors."""
+    value = _as_tensor(value)
+    return value.detach() if isinstance(value, Tensor) else value
+
+
+def _positional_names(f):
+    """The names of ``f``'s positional parameters, and the name for the rest (its ``*args``)."""
+    try:
+        params = inspect.signature(f).parameters.values()
+    except (TypeError, ValueError):
+        return [], "args"
+    names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    rest = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), "args")
+    return names, rest
+
+
+def custom_gradient(f):
+    """TensorFlow/Keras' spelling: ``f(*args, **kwargs)`` returns ``(output, grad_fn)``, where
+    ``grad_fn`` takes one upstream gradient per output and returns one gradient per tensor among
+    the positional arguments (a single one when there is one).
+
+    As in TensorFlow, ``f`` runs with history kept, on the caller's tensors, so that ``grad_fn``
+    may use them differentiably (second derivatives through it); its output is then cut from that
+    history and gets its gradient from ``grad_fn`` only. Positional arguments that are Python
+    numbers or NumPy arrays are converted to tensors (and want a gradient, ``None`` allowed); other
+    positional values and keyword arguments are passed through and get none.
+    """
+    name = _function_name(f, "CustomGradient")
+    positional, varargs = _positional_names(f)
+
+    def forward(ctx, *values):
+        computed = values[-1]
+        ctx._tg_grad_fn = computed.grad_fn
+        ctx._tg_tensor_mask = [isinstance(v, Tensor) for v in values[:-1]]
+        result = computed.result
+        if isinstance(result, (tuple, list)):
+            return tuple(_output_of(r) for r in result)
+        return _output_of(result)
 
     def backward(ctx, *upstream):
         grads = ctx._tg_grad_fn(*upstream)
-        if not isinstance(grads, (tuple, list)):
-            grads = (grads,)
+        grads = list(grads) if isinstance(grads, (tuple, list)) else [grads]
+        mask = ctx._tg_tensor_mask
+        expected = sum(mask)
+        if len(grads) != expected:
+            raise RuntimeError(
+                f"custom_gradient function {name}: grad_fn returned {len(grads)} gradient"
+                f"{'' if len(grads) == 1 else 's'}, expected {expected} (one per tensor among "
+                f"the positional arguments)"
+            )
         grads = iter(grads)
-        return tuple(next(grads, None) if is_tensor else None for is_tensor in ctx._tg_tensor_mask)
+        return (*(next(grads) if is_tensor else None for is_tensor in mask), None)
 
-    cls = type(_function_name(f, "CustomGradient"), (Function,), {
+    cls = type(name, (Function,), {
         "forward": staticmethod(forward),
         "backward": staticmethod(backward),
         "__module__": getattr(f, "__module__", __name__),
     })
-    names = list(sig.parameters)
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
-        bound = sig.bind(*args, **kwargs)
-        bound.apply_defaults()
-        values = tuple(bound.arguments[n] for n in names)
-        return _C._function_apply_named(cls, values, names)
+        args = tuple(_as_tensor(a) for a in args)
+        output = f(*args, **kwargs)
+        if not (isinstance(output, (tuple, list)) and len(output) == 2 and callable(output[1])):
+            raise TypeError(f"{name} must return (output, grad_fn) for custom_gradient")
+        result, grad_fn = output
+        names = positional[: len(args)]
+        names += [f"{varargs}[{i}]" for i in range(len(args) - len(names))]
+        names.append("_tg_computed")
+        out = _C._function_apply_named(cls, (*args, _Computed(result, grad_fn)), names)
+        return list(out) if isinstance(result, list) else out
 
     wrapper.function_class = cls
     return wrapper

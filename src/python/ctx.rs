@@ -56,6 +56,11 @@ pub struct PyCtx {
     pub(crate) non_differentiable: Vec<Tensor>,
     pub(crate) materialize_grads: bool,
     output_refs: Vec<(String, OutputRef)>,
+    /// The class's `clear_saved_tensors_on_access`: after forward, `saved_tensors` and
+    /// `saved_variables` may each be read once.
+    pub(crate) clear_on_access: bool,
+    /// Whether `saved_tensors` (0) and `saved_variables` (1) were read after forward.
+    accessed: [bool; 2],
 }
 
 impl PyCtx {
@@ -74,6 +79,8 @@ impl PyCtx {
             non_differentiable: Vec::new(),
             materialize_grads: true,
             output_refs: Vec::new(),
+            clear_on_access: false,
+            accessed: [false; 2],
         }
     }
 
@@ -188,6 +195,25 @@ impl PyCtx {
     }
 }
 
+impl PyCtx {
+    /// Records a read of the saved values (`which`: 0 positional, 1 named), refused when
+    /// `clear_saved_tensors_on_access` allows one and it was made.
+    fn count_access(slf: &Bound<'_, PyCtx>, which: usize, what: &str) -> PyResult<()> {
+        let mut c = slf.try_borrow_mut()?;
+        if !c.clear_on_access || c.in_forward {
+            return Ok(());
+        }
+        if c.accessed[which] {
+            return Err(PyRuntimeError::new_err(format!(
+                "{what} can only be accessed once when clear_saved_tensors_on_access=True is set on the \
+                 autograd.Function. Either access {what} only once, or set clear_saved_tensors_on_access=False."
+            )));
+        }
+        c.accessed[which] = true;
+        Ok(())
+    }
+}
+
 fn helper_class<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyAny>>, name: &str) -> PyResult<Bound<'py, PyAny>> {
     Ok(cell.get_or_try_init(py, || py.import("tapegrad._function")?.getattr(name).map(Bound::unbind))?.bind(py).clone())
 }
@@ -224,7 +250,9 @@ impl PyCtx {
 
     #[getter]
     fn saved_tensors<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
-        Ok(PyCtx::unpack(slf)?.0)
+        let positional = PyCtx::unpack(slf)?.0;
+        PyCtx::count_access(slf, 0, "saved_tensors")?;
+        Ok(positional)
     }
 
     #[getter]
@@ -232,6 +260,7 @@ impl PyCtx {
         static MAPPING: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
         let py = slf.py();
         let named = PyCtx::unpack(slf)?.1;
+        PyCtx::count_access(slf, 1, "saved_variables")?;
         helper_class(py, &MAPPING, "_SavedMapping")?.call1((named,))
     }
 

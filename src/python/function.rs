@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple, PyType};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 use pyo3::{intern, PyTraverseError, PyVisit};
 
 use super::ctx::PyCtx;
@@ -29,6 +29,10 @@ struct Spec {
     names: Arc<[String]>,
     simple: bool,
     once: bool,
+    /// The class attribute that is backward: `backward`, or `vjp` (its other name).
+    backward_attr: Py<PyString>,
+    /// `clear_saved_tensors_on_access`: backward may read the saved values once.
+    clear_on_access: bool,
 }
 
 /// A class's `Spec`, kept as an attribute of the class itself so that it dies with the class (a
@@ -68,6 +72,8 @@ fn spec_for(cls: &Bound<'_, PyType>) -> PyResult<Arc<Spec>> {
         names: Arc::from(names),
         simple: binder.getattr("simple")?.extract()?,
         once: binder.getattr("once")?.extract()?,
+        backward_attr: binder.getattr("backward_attr")?.cast_into::<PyString>()?.unbind(),
+        clear_on_access: binder.getattr("clear_on_access")?.extract()?,
         binder: binder.unbind(),
     });
     let holder = Py::new(py, SpecHolder { owner: key, spec: spec.clone() })?;
@@ -77,8 +83,12 @@ fn spec_for(cls: &Bound<'_, PyType>) -> PyResult<Arc<Spec>> {
 
 struct PyFunctionOp {
     cls: Py<PyAny>,
+    backward_attr: Py<PyString>,
     ctx: Py<PyCtx>,
     args: Option<Py<PyTuple>>,
+    /// The tensor arguments as the caller gave them (forward sees them detached); emptied when
+    /// forward returns.
+    originals: Vec<Tensor>,
     names: Arc<[String]>,
     tensor_pos: Vec<usize>,
     name: String,
@@ -92,6 +102,9 @@ struct PyFunctionOp {
 impl PyFunctionOp {
     fn forward_py(&mut self, py: Python<'_>, fctx: &mut ForwardCtx, inputs: &[Tensor]) -> PyResult<Vec<Tensor>> {
         let args = self.args.take().ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("forward ran twice"))?;
+        // The node keeps the op: holding the originals would make a dirty input (which gets this node
+        // as its history) own its own node.
+        let originals = std::mem::take(&mut self.originals);
         let args = args.bind(py);
         let ctx = self.ctx.bind(py);
         let mut call: Vec<Py<PyAny>> = Vec::with_capacity(args.len() + 1);
@@ -142,6 +155,19 @@ impl PyFunctionOp {
             (saved, std::mem::take(&mut c.dirty), std::mem::take(&mut c.non_differentiable), c.materialize_grads)
         };
         fctx.save_for_backward(&saved)?;
+        // As PyTorch: a tensor that is no input is an error when it is a view, else ignored with a
+        // warning.
+        let is_input = |d: &Tensor| inputs.iter().chain(&originals).any(|t| t.same(d));
+        const NOT_AN_INPUT: &std::ffi::CStr = c"ctx.mark_dirty() received a tensor that was not an input. Only \
+            input Tensors that have been mutated should be passed to ctx.mark_dirty().";
+        if dirty.iter().any(|d| !is_input(d) && d.base().is_some()) {
+            let msg = format!("{}: {}", self.name, NOT_AN_INPUT.to_string_lossy());
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(msg));
+        }
+        if !dirty.iter().all(is_input) {
+            PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyUserWarning>(), NOT_AN_INPUT, 1)?;
+        }
+        let dirty: Vec<Tensor> = dirty.into_iter().filter(is_input).collect();
         fctx.mark_dirty(&dirty);
         fctx.mark_non_differentiable(&non_differentiable);
         fctx.set_materialize_grads(materialize);
@@ -159,7 +185,7 @@ impl PyFunctionOp {
                 None => py.None(),
             });
         }
-        let result = self.cls.bind(py).getattr(intern!(py, "backward"))?.call1(PyTuple::new(py, call)?)?;
+        let result = self.cls.bind(py).getattr(self.backward_attr.bind(py))?.call1(PyTuple::new(py, call)?)?;
         let n = self.names.len();
         let mut items: Vec<Bound<'_, PyAny>> = if let Ok(d) = result.cast::<PyDict>() {
             for k in d.keys() {
@@ -315,12 +341,16 @@ fn apply_values(
             originals.push(a.clone());
         }
     }
-    let ctx = Bound::new(py, PyCtx::new(names.clone()))?;
+    let mut new_ctx = PyCtx::new(names.clone());
+    new_ctx.clear_on_access = spec.clear_on_access;
+    let ctx = Bound::new(py, new_ctx)?;
     let raw_output = Arc::new(Mutex::new(None));
     let op = PyFunctionOp {
         cls: cls.clone().into_any().unbind(),
+        backward_attr: spec.backward_attr.clone_ref(py),
         ctx: ctx.clone().unbind(),
         args: Some(values.clone().unbind()),
+        originals: inputs.clone(),
         names,
         tensor_pos,
         name: spec.name.clone(),

@@ -196,11 +196,6 @@ def test_dont_materialize_grads():
 
 
 # covers: test_autograd.py::TestAutograd::test_legacy_function_deprecation_exception
-@pytest.mark.xfail(
-    strict=True,
-    reason="calling a Function instance with a non-static forward is a TypeError (not callable), "
-    "not the RuntimeError that names the legacy spelling",
-)
 def test_legacy_function_deprecation_exception():
     class Legacy(tg.Function):
         def forward(self, x):
@@ -543,7 +538,6 @@ class IdFn(tg.Function):
 # covers: test_autograd.py::TestAutograd::test_naughty_autograd_function_attribute_access
 # (the accessors of PyTorch's shared C base class — _register_hook_dict, _sequence_nr, metadata... —
 # are torch internals and are left out)
-@pytest.mark.xfail(strict=True, reason="instantiating a Function subclass gives no DeprecationWarning")
 def test_naughty_autograd_function_instantiation_warns():
     with pytest.warns(DeprecationWarning, match="should not be instantiated"):
         f = IdFn()

@@ -248,7 +248,6 @@ def test_autograd_python_custom_function_inplace_single_output():
 
 
 # covers: test_autograd.py::TestAutograd::test_autograd_python_custom_function_inplace
-@pytest.mark.xfail(strict=True, reason="mark_dirty of a tensor that is not an input (and not a view) raises instead of warning")
 def test_autograd_python_custom_function_inplace_mark_dirty_non_input_warns():
     class MyAdderBad(Function):
         @staticmethod
@@ -462,7 +461,6 @@ def test_custom_function_error():
 
 
 # covers: test_autograd.py::TestAutograd::test_custom_function_error
-@pytest.mark.xfail(strict=True, reason="a Function without forward fails binding forward(*args, **kwargs): TypeError")
 def test_custom_function_error_no_forward():
     class BadFw(Function):
         @staticmethod
@@ -474,7 +472,6 @@ def test_custom_function_error_no_forward():
 
 
 # covers: test_autograd.py::TestAutograd::test_custom_function_error
-@pytest.mark.xfail(strict=True, reason="Function has no 'vjp' alias of 'backward', so defining both is not refused")
 def test_custom_function_error_backward_and_vjp():
     class BadBw2(Function):
         @staticmethod
@@ -581,7 +578,6 @@ def test_clear_saved_tensors_on_access():
 
 
 # covers: test_autograd.py::TestAutograd::test_clear_saved_tensors_on_access_double_access_error
-@pytest.mark.xfail(strict=True, reason="Function.clear_saved_tensors_on_access is not supported")
 def test_clear_saved_tensors_on_access_double_access_error():
     class MyFn(Function):
         clear_saved_tensors_on_access = True

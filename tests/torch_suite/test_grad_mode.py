@@ -14,9 +14,6 @@ import tapegrad as tg
 
 
 # covers: test_autograd.py::TestAutograd::test_grad_mode_class_decoration
-@pytest.mark.xfail(
-    strict=True, reason="decorating a class with no_grad() gives no FutureWarning (PyTorch deprecates it)"
-)
 def test_grad_mode_class_decoration():
     with pytest.warns(FutureWarning, match="Decorating classes is deprecated"):
 
@@ -57,7 +54,6 @@ def test_grad_mode_function_and_method_decoration_do_not_warn():
 
 
 # covers: test_autograd.py::TestAutograd::test_no_grad
-@pytest.mark.xfail(strict=True, reason="no_grad / enable_grad used as a decorator without parentheses: TypeError")
 def test_no_grad():
     x = tg.ones(5, 5, requires_grad=True)
     y = tg.ones(5, 5) * 4
@@ -87,7 +83,6 @@ def test_no_grad():
 
 
 # covers: test_autograd.py::TestAutograd::test_enable_grad_decorator_no_paren
-@pytest.mark.xfail(strict=True, reason="no_grad / enable_grad used as a decorator without parentheses: TypeError")
 def test_enable_grad_decorator_no_paren():
     x = tg.ones(1, requires_grad=True)
 
@@ -101,10 +96,6 @@ def test_enable_grad_decorator_no_paren():
 
 
 # covers: test_autograd.py::TestAutograd::test_set_grad_generator_functions
-@pytest.mark.xfail(
-    strict=True,
-    reason="a generator decorated with no_grad()/enable_grad() runs its body in the caller's grad mode",
-)
 def test_set_grad_generator_functions():
     @tg.no_grad()
     def gen_no_grad():
@@ -177,10 +168,6 @@ def test_set_grad_generator_functions_recursive():
 
 
 # covers: test_autograd.py::TestAutograd::test_set_grad_coroutines
-@pytest.mark.xfail(
-    strict=True,
-    reason="a generator decorated with no_grad()/enable_grad() runs its body in the caller's grad mode",
-)
 def test_set_grad_coroutines():
     def make(mode, inside):
         @mode()
@@ -217,10 +204,6 @@ class Secondary(Exception):
 
 
 # covers: test_autograd.py::TestAutograd::test_set_grad_coroutines_benign_exceptions
-@pytest.mark.xfail(
-    strict=True,
-    reason="a generator decorated with no_grad()/enable_grad() runs its body in the caller's grad mode",
-)
 def test_set_grad_coroutines_benign_exceptions():
     def make(mode, inside):
         @mode()
@@ -252,10 +235,6 @@ def test_set_grad_coroutines_benign_exceptions():
 
 
 # covers: test_autograd.py::TestAutograd::test_set_grad_coroutines_critical_exceptions
-@pytest.mark.xfail(
-    strict=True,
-    reason="a generator decorated with no_grad()/enable_grad() runs its body in the caller's grad mode",
-)
 def test_set_grad_coroutines_critical_exceptions():
     def make(mode, inside):
         @mode()
@@ -281,10 +260,6 @@ def test_set_grad_coroutines_critical_exceptions():
 
 
 # covers: test_autograd.py::TestAutograd::test_set_grad_coroutines_exit
-@pytest.mark.xfail(
-    strict=True,
-    reason="a generator decorated with no_grad()/enable_grad() runs its body in the caller's grad mode",
-)
 def test_set_grad_coroutines_exit():
     def make(mode, inside, state):
         @mode()
