@@ -87,7 +87,7 @@ impl fmt::Display for SavedTensorModified {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "one of the tensors needed for gradient computation has been modified by an inplace \
+            "one of the variables needed for gradient computation has been modified by an inplace \
              operation: the {} tensor of shape {:?} saved by {} is at version {}; expected version {} \
              instead. It was modified by {}.",
             self.dtype, self.shape, self.saved_by, self.current_version, self.saved_version, self.modified_by

@@ -526,6 +526,45 @@ def test_grad_of_a_non_leaf_without_retain_grad_is_none_with_a_warning():
         assert f64([1.0]).grad is None
 
 
+class _FirstGradOnly(tg.Function):
+    """p + q whose backward gives no gradient (None) to p."""
+
+    @staticmethod
+    def forward(ctx, p, q):
+        return p + q
+
+    @staticmethod
+    def backward(ctx, g):
+        return None, g
+
+
+def test_hooks_see_an_undefined_gradient_as_none():
+    # PyTorch: a tensor that no gradient reaches in a backward that runs its node sees None in its
+    # hooks (leaf and non-leaf), and a hook that returns a tensor defines the gradient
+    x = f64([1.0, 2.0], requires_grad=True)
+    w = f64([1.0, 1.0], requires_grad=True)
+    y = x * 3
+    seen = []
+    y.register_hook(lambda g: seen.append(("y", g)))
+    x.register_hook(lambda g: seen.append(("x", g)))
+    _FirstGradOnly.apply(y, w).sum().backward()
+    assert seen == [("y", None), ("x", None)]  # y's node runs and passes nothing on to x
+    assert x.grad is None and npy(w.grad).tolist() == [1.0, 1.0]
+
+    seen.clear()
+    _FirstGradOnly.apply(x, w).sum().backward()
+    assert seen == [("x", None)] and x.grad is None
+
+    z = x * 3
+    z.register_hook(lambda g: f64([10.0, 20.0]) if g is None else g)
+    _FirstGradOnly.apply(z, w).sum().backward()
+    assert npy(x.grad).tolist() == [30.0, 60.0]  # the hook's gradient times dz/dx = 3
+    bad = x * 3
+    bad.register_hook(lambda g: f64([1.0, 2.0, 3.0]))
+    with pytest.raises(RuntimeError, match="shape"):
+        _FirstGradOnly.apply(bad, w).sum().backward()
+
+
 # --- gradcheck ---------------------------------------------------------------------------------------
 
 
@@ -640,11 +679,23 @@ def test_gradcheck_skips_inputs_that_do_not_require_grad():
     assert tg.autograd.gradcheck(scaled, (a, 3, f64([2.0]))) is True
 
 
-def test_gradcheck_refuses_float32_inputs_naming_the_input():
+def test_gradcheck_checks_float32_inputs_with_a_warning_naming_the_input():
+    # PyTorch: a low-precision input is checked, with a warning naming it (its tuple position)
     x64 = f64([1.0, 2.0], True)
     x32 = tg.tensor([1.0, 2.0], requires_grad=True)
-    with pytest.raises(tg.autograd.GradcheckError, match=r"input 1 has dtype .*float32.*float64"):
-        tg.autograd.gradcheck(lambda a, b: a * b, (x64, x32))
+    with pytest.warns(UserWarning, match=r"Input #1 requires gradient and is not a double precision") as w:
+        # float32 steps of 1e-3 are exact to ~1e-7 relative: d(a*b)/db = a within 1e-3
+        assert tg.autograd.gradcheck(lambda a, b: a * b, (x64, x32), eps=1e-3, atol=1e-3) is True
+    assert len(w) == 1 and "#0" not in str(w[0].message)
+    with pytest.warns(UserWarning, match="Input #0"):
+        # and it still detects a wrong gradient: d(x^3)/dx = 3x^2 = 3 at 1, the hook makes it 6
+        def doubled_cube(a):
+            y = a**3
+            y.register_hook(lambda g: g * 2)
+            return y
+
+        assert tg.autograd.gradcheck(doubled_cube, (tg.tensor([1.0], requires_grad=True),), eps=1e-3, atol=1e-2,
+                                     raise_exception=False) is False
     with pytest.raises(ValueError, match="at least one input tensor with requires_grad=True"):
         tg.autograd.gradcheck(lambda a: a * 2, (f64([1.0]),))
 
@@ -715,6 +766,92 @@ def test_anomaly_check_nan_false_records_but_does_not_raise():
     with tg.autograd.detect_anomaly():
         with pytest.raises(RuntimeError, match="SqrtBackward"):
             (x.sqrt() * 0).sum().backward()
+
+
+def test_detect_anomaly_warns_that_it_is_for_debugging():
+    with pytest.warns(UserWarning, match="Anomaly Detection has been enabled. This mode will increase the runtime "
+                                         "and should only be enabled for debugging."):
+        with tg.autograd.detect_anomaly():
+            pass
+
+    with pytest.warns(UserWarning, match="Anomaly Detection has been enabled") as record:
+        @tg.autograd.detect_anomaly()
+        def f():
+            return tg.autograd.is_anomaly_enabled()
+    assert len(record) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # calling the decorated function does not warn again
+        assert f() is True and f() is True
+    assert not tg.autograd.is_anomaly_enabled()
+
+
+class _NanBackward(tg.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 1
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * float("nan")
+
+
+class _RecordsInBackward(tg.Function):
+    """The identity with a wrong backward that records _NanBackward (a node created during a backward)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 1
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return _NanBackward.apply(g * x)  # anomaly: child created here
+
+
+def test_anomaly_failure_warns_with_the_node_and_its_parent_forward_call():
+    x = f64([1.0, 2.0], requires_grad=True)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with tg.autograd.detect_anomaly():
+            out = _RecordsInBackward.apply(x)  # anomaly: parent created here
+            (g,) = tg.autograd.grad(out.sum(), x, create_graph=True)
+            with pytest.raises(RuntimeError, match="'_NanBackwardBackward' returned nan values") as e:
+                g.sum().backward()
+    msgs = [str(m.message) for m in w if m.category is UserWarning]
+    assert msgs[0].startswith("Anomaly Detection has been enabled")
+    child, parent = _line("# anomaly: child created here"), _line("# anomaly: parent created here")
+    assert msgs[1].startswith("Error detected in _NanBackwardBackward. Traceback of forward call that caused the error:")
+    assert f"line {child}, in backward" in msgs[1], msgs[1]
+    assert msgs[2].startswith("\n\nPrevious calculation was induced by _RecordsInBackwardBackward. Traceback of "
+                              "forward call that induced the previous calculation:")
+    assert f"line {parent}," in msgs[2] and f"line {child}," not in msgs[2], msgs[2]
+    assert len(msgs) == 3, msgs
+    # the error itself tells the same story
+    text = str(e.value)
+    assert f"line {child}, in backward" in text and f"line {parent}," in text, text
+    assert "was created while the backward of _RecordsInBackwardBackward ran" in text, text
+
+
+def test_anomaly_failure_without_forward_information_says_so():
+    x = f64([1.0, 2.0], requires_grad=True)
+    out = _NanBackward.apply(x).sum()  # recorded outside anomaly mode
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with tg.autograd.detect_anomaly():
+            with pytest.raises(RuntimeError, match="nan values"):
+                out.backward()
+    msgs = [str(m.message) for m in w]
+    assert msgs[1:] == ["Error detected in _NanBackwardBackward. No forward pass information available. Enable "
+                        "detect anomaly during forward pass for more information."]
+    # no warning when the backward succeeds, nor outside anomaly mode
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with pytest.raises(RuntimeError, match="shape"):
+            _NanBackward.apply(x).sum().backward(f64([1.0, 2.0]))
+        with tg.autograd.detect_anomaly():
+            (x * 2).sum().backward()
+    assert [str(m.message)[:30] for m in w] == ["Anomaly Detection has been ena"]
 
 
 # --- to_dot -------------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 import os
 import traceback
+import warnings
 
 from . import _tapegrad as _C
 
@@ -15,10 +16,19 @@ def user_location():
 
 
 class detect_anomaly:
-    """Context manager (and decorator) that turns anomaly mode on."""
+    """Context manager (and decorator) that turns anomaly mode on. Making one warns, as PyTorch
+    does, that the mode is slow and meant for debugging. Under it, a backward that fails warns
+    "Error detected in <node>" with where the node was created and, for a node created by another
+    node's backward, where each such ancestor was created."""
 
     def __init__(self, check_nan=True):
         self.check_nan = check_nan
+        warnings.warn(
+            "Anomaly Detection has been enabled. This mode will increase the runtime and should only be "
+            "enabled for debugging.",
+            UserWarning,
+            stacklevel=2,
+        )
 
     def __enter__(self):
         self._prev = _C._set_anomaly_enabled(True)
@@ -32,9 +42,17 @@ class detect_anomaly:
         return False
 
     def __call__(self, fn):
+        check_nan = self.check_nan
+
         def wrapper(*args, **kwargs):
-            with detect_anomaly(self.check_nan):
+            # each call gets its own saved state; the warning was given when the decorator was made
+            prev = _C._set_anomaly_enabled(True)
+            prev_nan = _C._set_anomaly_check_nan(check_nan)
+            try:
                 return fn(*args, **kwargs)
+            finally:
+                _C._set_anomaly_check_nan(prev_nan)
+                _C._set_anomaly_enabled(prev)
 
         return wrapper
 

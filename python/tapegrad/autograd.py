@@ -1,15 +1,15 @@
 """``tapegrad.autograd``: custom functions, ``grad``, ``backward``, anomaly mode, ``gradcheck``,
-``to_dot``."""
+``gradgradcheck``, ``to_dot``."""
 
 from . import _tapegrad as _C
 from ._anomaly import detect_anomaly, is_anomaly_enabled
 from ._dot import to_dot
 from ._function import Function, FunctionCtx, once_differentiable
-from ._gradcheck import GradcheckError, gradcheck
+from ._gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = [
     "Function", "FunctionCtx", "once_differentiable", "grad", "backward", "detect_anomaly",
-    "is_anomaly_enabled", "gradcheck", "GradcheckError", "to_dot",
+    "is_anomaly_enabled", "gradcheck", "gradgradcheck", "GradcheckError", "to_dot",
 ]
 
 

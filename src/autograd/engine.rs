@@ -275,7 +275,11 @@ fn run_here(
             let is_target = targets.iter().flatten().any(|t| t.node == nid);
             // Hooks see the gradients of the nodes that run or are captured, not of the nodes that
             // are merely passed on the way (as in PyTorch).
-            let grads = if runs || is_target { super::hooks::run_pre_hooks(&node, grads)? } else { grads };
+            let grads = if runs || is_target {
+                super::hooks::run_pre_hooks(&node, grads).map_err(|e| node.report_failure(e))?
+            } else {
+                grads
+            };
             for (k, t) in targets.iter().enumerate() {
                 if let Some(t) = t {
                     if t.node == nid {
@@ -391,7 +395,16 @@ fn add_to_buffer(buffers: &mut HashMap<NodeId, Vec<Option<Tensor>>>, edge: &Edge
     Ok(())
 }
 
+/// Runs one node's backward. Under anomaly mode, nodes created meanwhile record it as their parent,
+/// and a failure is reported with where the node and its ancestors were created.
 fn call_node(node: &Arc<Node>, grads: Vec<Option<Tensor>>, create_graph: bool) -> Result<Vec<Option<Tensor>>> {
+    let running = anomaly::is_enabled().then(|| anomaly::enter(node.lineage()));
+    let out = run_node(node, grads, create_graph);
+    drop(running);
+    out.map_err(|e| node.report_failure(e))
+}
+
+fn run_node(node: &Arc<Node>, grads: Vec<Option<Tensor>>, create_graph: bool) -> Result<Vec<Option<Tensor>>> {
     if create_graph && !node.formula().differentiable_twice() {
         // Run the formula unrecorded; its results get a node that refuses a second differentiation.
         let upstream: Vec<Tensor> = grads.iter().flatten().filter(|g| g.requires_grad()).cloned().collect();
@@ -407,17 +420,35 @@ fn call_node(node: &Arc<Node>, grads: Vec<Option<Tensor>>, create_graph: bool) -
         for (i, g) in out.iter().enumerate() {
             if let Some(g) = g {
                 if g.dtype().is_float() && g.to_f64_vec()?.iter().any(|v| v.is_nan()) {
-                    let at = node.created_at().map(|w| format!("\nThe node was created at:\n{w}")).unwrap_or_default();
                     return Err(Error::Anomaly(format!(
-                        "Function '{}' returned nan values in its {}th output.{at}",
+                        "Function '{}' returned nan values in its {}th output.{}",
                         node.name(),
-                        i
+                        i,
+                        creation_story(node)
                     )));
                 }
             }
         }
     }
     Ok(out)
+}
+
+/// Where a node was created and, for a node created by another node's backward, where each such
+/// ancestor was created (anomaly mode); empty when nothing was recorded.
+fn creation_story(node: &Node) -> String {
+    let mut story = node.created_at().map(|w| format!("\nThe node was created at:\n{w}")).unwrap_or_default();
+    let mut child = node.name();
+    let mut parent = node.anomaly_parent();
+    while let Some(p) = parent {
+        story.push_str(&format!("\n{child} was created while the backward of {} ran; ", p.name));
+        match &p.created_at {
+            Some(at) => story.push_str(&format!("{} was created at:\n{at}", p.name)),
+            None => story.push_str(&format!("{} was created outside anomaly mode.", p.name)),
+        }
+        child = &p.name;
+        parent = p.parent.as_ref();
+    }
+    story
 }
 
 /// Checks a node's gradients against its inputs: count, shape (summing broadcast dimensions away),

@@ -8,6 +8,7 @@ use std::sync::{Arc, Weak};
 
 use super::node::Node;
 use crate::error::{Error, Result};
+use crate::tensor::dtype::DType;
 use crate::tensor::layout::fmt_shape;
 use crate::tensor::{Tensor, TensorImpl};
 
@@ -17,6 +18,12 @@ use crate::tensor::{Tensor, TensorImpl};
 pub trait HookFn: Send + Sync + 'static {
     /// Returns `Some(new)` to replace the gradient, `None` to keep it.
     fn call(&self, grad: &Tensor) -> Result<Option<Tensor>>;
+
+    /// Runs on an undefined gradient (no gradient reached the tensor in this backward): returns
+    /// `Some(new)` to define it, `None` to leave it undefined. The default leaves it undefined.
+    fn call_undefined(&self) -> Result<Option<Tensor>> {
+        Ok(None)
+    }
 
     /// The hook's name, for messages.
     fn name(&self) -> String {
@@ -159,15 +166,33 @@ fn call(hook: &GradHook, g: Tensor) -> Result<Tensor> {
     }
 }
 
+/// Runs one hook on a gradient that may be undefined (as in PyTorch, a hook sees an undefined
+/// gradient too, as `None` in Python).
+/// A gradient it defines must have the tensor's `shape` and `dtype`.
+fn call_maybe_undefined(hook: &GradHook, g: Option<Tensor>, shape: &[usize], dtype: DType) -> Result<Option<Tensor>> {
+    let g = match g {
+        Some(g) => return call(hook, g).map(Some),
+        None => hook.call_undefined()?,
+    };
+    match g {
+        Some(new) if new.dtype() != dtype || new.shape() != shape => Err(Error::autograd(format!(
+            "hook '{}' returned a gradient of dtype {} and shape {} for a tensor of dtype {dtype} and shape {}",
+            hook.name(),
+            new.dtype(),
+            fmt_shape(new.shape()),
+            fmt_shape(shape)
+        ))),
+        g => Ok(g),
+    }
+}
+
 /// Runs the hooks that apply to `node`'s incoming gradients: the leaf's own hooks for an
 /// accumulator, else the hooks registered on the node's outputs; `retain_grad` last.
 pub(crate) fn run_pre_hooks(node: &Node, mut grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
     if let Some(leaf) = node.formula().accumulates_into() {
         let hooks: Vec<GradHook> = leaf.0.meta.lock().hooks.iter().map(|(_, h)| h.clone()).collect();
         for h in &hooks {
-            if let Some(g) = grads[0].take() {
-                grads[0] = Some(call(h, g)?);
-            }
+            grads[0] = call_maybe_undefined(h, grads[0].take(), leaf.shape(), leaf.dtype())?;
         }
         return Ok(grads);
     }
@@ -176,10 +201,8 @@ pub(crate) fn run_pre_hooks(node: &Node, mut grads: Vec<Option<Tensor>>) -> Resu
         return Ok(grads);
     }
     for (nr, h) in hooks.iter() {
-        if let (PreHook::User(_, h), Some(slot)) = (h, grads.get_mut(*nr)) {
-            if let Some(g) = slot.take() {
-                *slot = Some(call(h, g)?);
-            }
+        if let (PreHook::User(_, h), Some(slot), Some(meta)) = (h, grads.get_mut(*nr), node.output_meta.get(*nr)) {
+            *slot = call_maybe_undefined(h, slot.take(), &meta.shape, meta.dtype)?;
         }
     }
     for (nr, h) in hooks.iter() {

@@ -100,6 +100,8 @@ pub struct Node {
     pub(crate) backward: Option<Box<dyn Backward>>,
     /// Where the node was created (anomaly mode).
     pub(crate) created_at: Option<String>,
+    /// The node whose backward was running when this one was created (anomaly mode).
+    pub(crate) anomaly_parent: Option<Arc<super::anomaly::Lineage>>,
     /// Hooks on this node's outputs' gradients, by output number (see `hooks.rs`).
     pub(crate) pre_hooks: Mutex<Vec<(usize, super::hooks::PreHook)>>,
     /// The address of the binding layer's live wrapper object for this node, or 0: a borrowed,
@@ -133,6 +135,7 @@ impl Node {
             saved: Mutex::new(SavedSlot::Stored(saved)),
             backward: Some(backward),
             created_at: super::anomaly::current_location(),
+            anomaly_parent: super::anomaly::current_parent(),
             pre_hooks: Mutex::new(Vec::new()),
             wrapper: std::sync::atomic::AtomicUsize::new(0),
         }
@@ -161,6 +164,29 @@ impl Node {
     /// Where the node was created, under anomaly mode.
     pub fn created_at(&self) -> Option<&str> {
         self.created_at.as_deref()
+    }
+
+    /// Under anomaly mode, the lineage of the node whose backward created this one.
+    pub fn anomaly_parent(&self) -> Option<&Arc<super::anomaly::Lineage>> {
+        self.anomaly_parent.as_ref()
+    }
+
+    /// This node's lineage (anomaly mode): its name, creation place and parent.
+    pub(crate) fn lineage(&self) -> Arc<super::anomaly::Lineage> {
+        Arc::new(super::anomaly::Lineage {
+            name: self.name.to_string(),
+            created_at: self.created_at.clone(),
+            parent: self.anomaly_parent.clone(),
+        })
+    }
+
+    /// Under anomaly mode, warns that this node's backward failed (see `anomaly::warn_failure`)
+    /// and hands the error back; an interruption is not a failure of the node.
+    pub(crate) fn report_failure(&self, e: Error) -> Error {
+        if !matches!(e, Error::Interrupted) {
+            super::anomaly::warn_failure(&self.name, self.created_at.as_deref(), self.anomaly_parent.as_ref());
+        }
+        e
     }
 
     pub(crate) fn formula(&self) -> &dyn Backward {

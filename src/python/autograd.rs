@@ -201,6 +201,18 @@ impl crate::autograd::HookFn for PyGradHook {
         .map_err(super::errors::external)
     }
 
+    fn call_undefined(&self) -> Result<Option<Tensor>> {
+        Python::attach(|py| -> PyResult<Option<Tensor>> {
+            let Some(hook) = self.callable(py) else { return Ok(None) };
+            let r = hook.bind(py).call1((py.None(),))?;
+            if r.is_none() {
+                return Ok(None);
+            }
+            super::tensor::expect_tensor(&r, "a hook's return value").map(Some)
+        })
+        .map_err(super::errors::external)
+    }
+
     fn name(&self) -> String {
         Python::attach(|py| {
             let Some(hook) = self.callable(py) else { return "hook".to_string() };

@@ -52,3 +52,21 @@ pub(crate) fn external(err: PyErr) -> Error {
     let message = err.to_string();
     Error::External { message, payload: ExternalPayload(Arc::new(err)) }
 }
+
+/// Shows a core warning (anomaly mode's failure reports) as a Python `UserWarning`. A warning
+/// filter may turn it into an exception, which the core cannot carry from here: a
+/// KeyboardInterrupt is handed back as a pending SIGINT, anything else is reported as unraisable.
+pub(crate) fn warn_user(message: &str) {
+    Python::attach(|py| {
+        let text = std::ffi::CString::new(message.replace('\0', "\\0")).unwrap_or_default();
+        let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+        if let Err(e) = PyErr::warn(py, &category, &text, 1) {
+            if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                // SAFETY: a documented C-API call, made with the GIL held.
+                unsafe { pyo3::ffi::PyErr_SetInterrupt() };
+            } else {
+                e.write_unraisable(py, None);
+            }
+        }
+    })
+}

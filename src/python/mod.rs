@@ -27,5 +27,6 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     autograd::register(m)?;
     function::register(m)?;
     autograd::install_hooks();
+    crate::autograd::anomaly::set_warning_hook(errors::warn_user);
     Ok(())
 }

@@ -31,8 +31,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, seed=0):
 
     def first(*args):
         ins, go = args[:n], args[n:]
-        # tg.autograd.gradcheck evaluates its finite differences under no_grad (PyTorch's does not);
-        # the first derivative needs a graph either way.
+        # the first derivative needs a graph, whatever grad mode the caller is in
         with tg.enable_grad():
             out = [o for o in _as_tuple(fn(*ins)) if isinstance(o, tg.Tensor)]
             grads = tg.autograd.grad(out, [ins[i] for i in diff], list(go), create_graph=True,
