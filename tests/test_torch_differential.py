@@ -59,6 +59,7 @@ OPEN_FINDINGS = {
     "no_grad view requires_grad": "test_no_grad_view_of_grad_tensor_reports_requires_grad",
     "in-place write with an overlapping operand": "test_inplace_write_with_overlapping_operand_is_refused",
     "view op returning its input": "test_noop_view_is_a_new_tensor",
+    "setitem value with leading unit dimensions": "test_setitem_value_with_leading_unit_dimensions",
     "mark_dirty view, two outputs, nothing requires grad": "test_mark_dirty_view_two_outputs_without_grad_is_allowed",
 }
 SAVES_DIFFERENTLY = ("rpow", "rdiv", "to_float32", "to_float64")
@@ -699,6 +700,9 @@ def run_view_program(leaf_specs, steps, seed):
                 and not any(p[1].requires_grad for p in operands)):
             SKIPPED["mark_dirty view, two outputs, nothing requires grad"] += 1
             continue  # OPEN_FINDINGS["mark_dirty view, two outputs, nothing requires grad"]
+        if name == "setitem_t" and x[1].dim() and y[1].dim() and y[1].shape[0] and y[1].dim() - 1 > x[1].dim() - 1:
+            SKIPPED["setitem value with leading unit dimensions"] += 1
+            continue  # OPEN_FINDINGS["setitem value with leading unit dimensions"]
         if arity == 2 and partially_aliased(name, x[1], y[1]):
             SKIPPED["in-place write with an overlapping operand"] += 1
             continue  # OPEN_FINDINGS["in-place write with an overlapping operand"]
@@ -724,6 +728,11 @@ def run_view_program(leaf_specs, steps, seed):
             except (RuntimeError, ValueError, IndexError, TypeError) as e:
                 results.append(None)
                 errs.append(e)
+        if errs[1] is not None and "INTERNAL ASSERT FAILED" in str(errs[1]):
+            # PyTorch's own bug, no reference from here on: retain_grad on a tensor a Function returned
+            # twice after marking it dirty, then mark_dirty, retain_grad or an in-place write on it
+            # (PyTorch 2.15, variable.cpp "out != nullptr").
+            return "torch internal assert"
         fams = [None if e is None else error_family(e) for e in errs]
         STEPS[(name, "raised" if errs[1] is not None else "ran")] += 1
         if None not in fams and fams[0] != fams[1] and kind != "retain":
@@ -751,8 +760,10 @@ def run_view_program(leaf_specs, steps, seed):
             assert tuple(r_tg.shape) == tuple(r_torch.shape), f"{name}: shape\nprogram: {log}"
             assert str(r_tg.dtype).split(".")[-1] == str(r_torch.dtype).split(".")[-1], f"{name}: dtype"
             pool.append((r_tg, r_torch))
-            if name in VF_VIEW_NAMES and (no_grad or id(x) in ng_views):
-                ng_views.add(id(pool[-1]))
+            if (name in VF_VIEW_NAMES and no_grad) or (
+                r_torch._base is not None and any(id(p) in ng_views for p in operands)
+            ):
+                ng_views.add(id(pool[-1]))  # made under no_grad, or an alias of such a view
         elif kind == "retain":
             retained.append(x)
         # Every tensor of the program, views and bases alike, must hold the same values and agree
@@ -910,3 +921,13 @@ def test_mark_dirty_view_two_outputs_without_grad_is_allowed():
         base = L.zeros(4)
         _AddTwice(L).apply(base[1:3], L.ones(2))
         assert base.tolist() == [0.0, 1.0, 1.0, 0.0]
+
+
+@pytest.mark.xfail(strict=True, reason="OPEN_FINDINGS: t[0] = v with v of shape (1, 4) for a (4,) slot is refused "
+                   "(expand error); PyTorch and NumPy drop the leading size-1 dimensions of the value")
+def test_setitem_value_with_leading_unit_dimensions():
+    for L in (torch, tg):
+        t = L.zeros(3, 4)
+        t[0] = L.ones(1, 4)
+        t[1:] = L.ones(1, 1, 4) * 2
+        assert t.tolist() == [[1.0] * 4, [2.0] * 4, [2.0] * 4]
