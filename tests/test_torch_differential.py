@@ -60,6 +60,7 @@ OPEN_FINDINGS = {
     "in-place write with an overlapping operand": "test_inplace_write_with_overlapping_operand_is_refused",
     "view op returning its input": "test_noop_view_is_a_new_tensor",
     "setitem value with leading unit dimensions": "test_setitem_value_with_leading_unit_dimensions",
+    "view passed to a Function that dirties its base": "test_view_passed_to_function_dirtying_its_base",
     "mark_dirty view, two outputs, nothing requires grad": "test_mark_dirty_view_two_outputs_without_grad_is_allowed",
 }
 SAVES_DIFFERENTLY = ("rpow", "rdiv", "to_float32", "to_float64")
@@ -703,6 +704,10 @@ def run_view_program(leaf_specs, steps, seed):
         if name == "setitem_t" and x[1].dim() and y[1].dim() and y[1].shape[0] and y[1].dim() - 1 > x[1].dim() - 1:
             SKIPPED["setitem value with leading unit dimensions"] += 1
             continue  # OPEN_FINDINGS["setitem value with leading unit dimensions"]
+        if (name in ("AddInPlace", "AddInPlaceTwice0") and y[1]._base is not None
+                and y[1].untyped_storage().data_ptr() == x[1].untyped_storage().data_ptr()):
+            SKIPPED["view passed to a Function that dirties its base"] += 1
+            continue  # OPEN_FINDINGS["view passed to a Function that dirties its base"]
         if arity == 2 and partially_aliased(name, x[1], y[1]):
             SKIPPED["in-place write with an overlapping operand"] += 1
             continue  # OPEN_FINDINGS["in-place write with an overlapping operand"]
@@ -931,3 +936,20 @@ def test_setitem_value_with_leading_unit_dimensions():
         t[0] = L.ones(1, 4)
         t[1:] = L.ones(1, 1, 4) * 2
         assert t.tolist() == [[1.0] * 4, [2.0] * 4, [2.0] * 4]
+
+
+@pytest.mark.xfail(strict=True, reason="OPEN_FINDINGS: silent wrong gradient. A view v of c passed as an input to a "
+                   "Function that marks c dirty keeps v's old history: after AddInPlace(c, v) (c += v), v is the new "
+                   "value 2x and its gradient must be 2, tapegrad gives 1")
+def test_view_passed_to_function_dirtying_its_base():
+    grads = {}
+    for L in (torch, tg):
+        add_in_place = make_view_customs(L)["AddInPlace"]
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        c = x.clone()
+        v = c[:]
+        add_in_place(c, v)
+        v.sum().backward()
+        grads[lib_of(L)] = x.grad.tolist()
+    assert grads["torch"] == [2.0, 2.0]
+    assert grads["tg"] == grads["torch"]
