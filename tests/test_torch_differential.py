@@ -765,10 +765,14 @@ def run_view_program(leaf_specs, steps, seed):
             assert tuple(r_tg.shape) == tuple(r_torch.shape), f"{name}: shape\nprogram: {log}"
             assert str(r_tg.dtype).split(".")[-1] == str(r_torch.dtype).split(".")[-1], f"{name}: dtype"
             pool.append((r_tg, r_torch))
+            unrecorded = no_grad or not any(p[1].requires_grad for p in operands)
             if (name in VF_VIEW_NAMES and no_grad) or (
-                r_torch._base is not None and any(id(p) in ng_views for p in operands)
+                r_torch._base is not None
+                and (any(id(p) in ng_views for p in operands) or (name in VIEW_CUSTOM["tg"] and unrecorded))
             ):
-                ng_views.add(id(pool[-1]))  # made under no_grad, or an alias of such a view
+                # made under no_grad, a view output of a custom function call that was not recorded
+                # (PyTorch treats it as made under no_grad), or an alias of either
+                ng_views.add(id(pool[-1]))
         elif kind == "retain":
             retained.append(x)
         # Every tensor of the program, views and bases alike, must hold the same values and agree
