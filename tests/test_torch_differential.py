@@ -10,6 +10,9 @@ Where the two libraries differ by design, the difference is named in ``KNOWN_DIF
 operation is left out of the in-place comparison, instead of loosening the check.
 """
 
+import os
+from collections import Counter
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -42,6 +45,23 @@ KNOWN_DIFFERENCES = {
     # so reshape of such a result can be a view in one library and a copy in the other; an in-place
     # write to its base then reaches the result (and its history) in one library only.
     "reshape of differently strided tensors": "view or copy can differ",
+    # A view made in a custom function or under no_grad, whose base was written in place since, cannot
+    # be differentiated: PyTorch raises as soon as its grad_fn is read (by any operation that uses
+    # it), tapegrad when backward reaches it (README). Steps using such a view are left out; the final
+    # backward must fail in both.
+    "stale custom or no_grad view": "raises at backward, not at first use",
+}
+
+# Disagreements the differential tests found where tapegrad differs from PyTorch and README does not
+# say so: each has its own strict-xfail test below (test_<name>) with the minimal repro, and the
+# random programs step around it until it is fixed or documented.
+OPEN_FINDINGS = {
+    "no_grad view requires_grad": "test_no_grad_view_of_grad_tensor_reports_requires_grad",
+    "in-place write with an overlapping operand": "test_inplace_write_with_overlapping_operand_is_refused",
+    "view op returning its input": "test_noop_view_is_a_new_tensor",
+    "setitem value with leading unit dimensions": "test_setitem_value_with_leading_unit_dimensions",
+    "view passed to a Function that dirties its base": "test_view_passed_to_function_dirtying_its_base",
+    "mark_dirty view, two outputs, nothing requires grad": "test_mark_dirty_view_two_outputs_without_grad_is_allowed",
 }
 SAVES_DIFFERENTLY = ("rpow", "rdiv", "to_float32", "to_float64")
 FILLS = ("zero_", "setitem_mask", "setitem_first")
@@ -359,22 +379,581 @@ def programs(draw, inplace=True):
     return leaves, steps, draw(st.integers(0, 2**32 - 1))
 
 
-OUTCOMES = {}
+OUTCOMES = Counter()
+# Steps the view programs left out, by the KNOWN_DIFFERENCES / OPEN_FINDINGS key they step around.
+SKIPPED = Counter()
+STEPS = Counter()  # (step name, "ran" or "raised" in torch) in the view programs
+# The default keeps the file under a minute; TAPEGRAD_DIFF_EXAMPLES=5000 (with --hypothesis-seed=N) for a sweep.
+EXAMPLES = int(os.environ.get("TAPEGRAD_DIFF_EXAMPLES", "300"))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.fixture(scope="module", autouse=True)
+def _report_counts():
+    yield
+    print(f"\ndifferential programs: {dict(OUTCOMES)}; steps left out: {dict(SKIPPED)}")
+    if os.environ.get("TAPEGRAD_DIFF_STEPS"):
+        print("view program steps:", dict(sorted(STEPS.items())))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs(inplace=False))
 def test_random_programs_match_torch(program):
     leaves, steps, seed = program
     outcome = run_program(leaves, steps, seed)
-    OUTCOMES[outcome] = OUTCOMES.get(outcome, 0) + 1
+    OUTCOMES[outcome] += 1
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs(inplace=True))
 def test_random_programs_with_inplace_writes_match_torch(program):
     # In-place writes on leaves, intermediates and views: both libraries must agree on the values
     # after each write and on whether the final backward finds a saved tensor modified.
     leaves, steps, seed = program
     outcome = run_program(leaves, steps, seed)
-    OUTCOMES[outcome] = OUTCOMES.get(outcome, 0) + 1
+    OUTCOMES[outcome] += 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Custom functions, views, mark_dirty and in-place writes (issue 13): the family where a wrong
+# answer is silent. Programs take views of leaves and intermediates (some under no_grad), pass them
+# to custom functions that write their input in place (mark_dirty) or return a view of it, write in
+# place into views and bases before and after, retain gradients of intermediates and detach.
+
+
+def _unbroadcast(g, like):
+    """Sums g down to the shape of ``like`` (what a custom backward does for a broadcast operand)."""
+    while g.dim() > like.dim():
+        g = g.sum(0)
+    for d in range(like.dim()):
+        if like.shape[d] == 1 and g.shape[d] != 1:
+            g = g.sum(d, keepdim=True)
+    return g
+
+
+def make_view_customs(L):
+    class ScaleInPlace(L.autograd.Function):
+        """Scales its input in place and returns it (mark_dirty)."""
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.mark_dirty(x)
+            x.mul_(2)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return 2 * g
+
+    class ScaleInPlaceSaved(L.autograd.Function):
+        """Scales its input in place, saves the dirtied output and returns it."""
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.mark_dirty(x)
+            x.mul_(3)
+            ctx.save_for_backward(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            return g * 3 + 0 * y
+
+    class AddInPlace(L.autograd.Function):
+        """x += y through the first input, which is returned (mark_dirty); y may broadcast."""
+
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.mark_dirty(x)
+            x.add_(y)
+            ctx.y_like = y.detach()
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, _unbroadcast(g, ctx.y_like)
+
+    class AddInPlaceTwice(L.autograd.Function):
+        """Like AddInPlace, but returns the dirtied input twice."""
+
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.mark_dirty(x)
+            x.add_(y)
+            ctx.y_like = y.detach()
+            return x, x
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 + g2, _unbroadcast(g1 + g2, ctx.y_like)
+
+    class SliceAlias(L.autograd.Function):
+        """Returns a view of its input (rows 1:) without mark_dirty."""
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.shape, ctx.dtype = tuple(x.shape), x.dtype
+            return x[1:]
+
+        @staticmethod
+        def backward(ctx, g):
+            gi = L.zeros(ctx.shape, dtype=ctx.dtype)
+            gi[1:] = g
+            return gi
+
+    class FullSlice(L.autograd.Function):
+        """Returns ``x[:]``, a view of all of its input."""
+
+        @staticmethod
+        def forward(ctx, x):
+            return x[:]
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class Identity(L.autograd.Function):
+        """Returns its input as-is; the backward is deliberately not the identity's, so a gradient
+        that bypasses the custom backward is seen."""
+
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return 2 * g
+
+    class TwoViews(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x[:], x.view_as(x)
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 + 2 * g2
+
+    class SaveInOut(L.autograd.Function):
+        """Saves its input and its output."""
+
+        @staticmethod
+        def forward(ctx, x):
+            y = x.tanh()
+            ctx.save_for_backward(x, y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            x, y = ctx.saved_tensors
+            return g * (1 - y * y) + 0 * x
+
+    return {
+        "ScaleInPlace": lambda x: ScaleInPlace.apply(x),
+        "ScaleInPlaceSaved": lambda x: ScaleInPlaceSaved.apply(x),
+        "AddInPlace": lambda x, y: AddInPlace.apply(x, y),
+        "AddInPlaceTwice0": lambda x, y: AddInPlaceTwice.apply(x, y)[0],
+        "AddInPlaceSum": lambda x, y: AddInPlace.apply(x, y.sum()),
+        "SliceAlias": lambda x: SliceAlias.apply(x),
+        "FullSlice": lambda x: FullSlice.apply(x),
+        "Identity": lambda x: Identity.apply(x),
+        "TwoViews0": lambda x: TwoViews.apply(x)[0],
+        "TwoViews1": lambda x: TwoViews.apply(x)[1],
+        "SaveInOut": lambda x: SaveInOut.apply(x),
+    }
+
+
+VIEW_CUSTOM = {"tg": make_view_customs(tg), "torch": make_view_customs(torch)}
+
+# name -> (arity, f(L, *tensors)); each returns a new tensor for the pool.
+VF_OPS = {
+    # views
+    "slice0": (1, lambda L, x: x[1:]),
+    "slice_last": (1, lambda L, x: x[..., :2]),
+    "select0": (1, lambda L, x: x[0]),
+    "select_last": (1, lambda L, x: x[..., 1]),
+    "all": (1, lambda L, x: x[:]),
+    "transpose": (1, lambda L, x: x.transpose(0, -1)),
+    "unsqueeze": (1, lambda L, x: x.unsqueeze(0)),
+    "view_flat": (1, lambda L, x: x.view(-1)),
+    "reshape": (1, lambda L, x: x.reshape(-1, 2)),
+    "view_as": (1, lambda L, x: x.view_as(x)),
+    "detach": (1, lambda L, x: x.detach()),
+    # a few computations (new tensors with history)
+    "clone": (1, lambda L, x: x.clone()),
+    "mul_scalar": (1, lambda L, x: x * 1.5),
+    "exp": (1, lambda L, x: x.clamp(max=3).exp()),
+    "sum0": (1, lambda L, x: x.sum(0)),
+    "mul": (2, lambda L, a, b: a * b),
+    "add": (2, lambda L, a, b: a + b),
+    "Cube": (1, lambda L, x: CUSTOM[lib_of(L)]["Cube"](x)),
+    "MulTwo": (2, lambda L, a, b: CUSTOM[lib_of(L)]["MulTwo"](a, b)),
+}
+for _name, _f in make_view_customs(tg).items():
+    VF_OPS[_name] = (_f.__code__.co_argcount, (lambda n: lambda L, *xs: VIEW_CUSTOM[lib_of(L)][n](*xs))(_name))
+VF_RESHAPES = ("view_flat", "reshape")
+VF_VIEW_NAMES = ("slice0", "slice_last", "select0", "select_last", "all", "transpose", "unsqueeze",
+                 "view_flat", "reshape", "view_as")
+
+# In-place writes: name -> (arity, f(L, *tensors)); the first tensor is written.
+VF_WRITES = {
+    "mul_": (1, lambda L, x: x.mul_(2)),
+    "add_": (1, lambda L, x: x.add_(1)),
+    "zero_": (1, lambda L, x: x.zero_()),
+    "setitem_first": (1, lambda L, x: x.__setitem__(0, 1.5)),
+    "setitem_slice": (1, lambda L, x: x.__setitem__((..., slice(None, 1)), -0.5)),
+    "add_t": (2, lambda L, x, y: x.add_(y)),
+    "mul_t": (2, lambda L, x, y: x.mul_(y)),
+    "add_t_detached": (2, lambda L, x, y: x.add_(y.detach())),
+    "add_t_sum": (2, lambda L, x, y: x.add_(y.sum())),
+    "mul_t_mean": (2, lambda L, x, y: x.mul_(y.mean())),
+    "copy_": (2, lambda L, x, y: x.copy_(y)),
+    "setitem_t": (2, lambda L, x, y: x.__setitem__(0, y[-1])),
+    "detach_mul_": (1, lambda L, x: x.detach().mul_(3)),
+    "detach_zero_": (1, lambda L, x: x.detach()[..., :1].zero_()),
+}
+
+VF_SHAPES = [(4,), (3, 4), (4, 3), (1, 4), (3, 1), (2, 3, 4), ()]
+
+
+# Writes whose operand is read from memory the write changes: name -> (target, operand) on torch tensors.
+VF_ALIASING = {
+    "add_t": lambda x, y: (x, y),
+    "mul_t": lambda x, y: (x, y),
+    "add_t_detached": lambda x, y: (x, y),
+    "copy_": lambda x, y: (x, y),
+    "setitem_t": lambda x, y: (x[0], y[-1]),
+    "AddInPlace": lambda x, y: (x, y),
+    "AddInPlaceTwice0": lambda x, y: (x, y),
+}
+
+
+def _addresses(t):
+    idx = np.indices(tuple(t.shape)).reshape(t.dim(), -1) if t.dim() else np.zeros((0, 1), dtype=int)
+    return set((t.storage_offset() + np.asarray(t.stride(), dtype=np.int64) @ idx).tolist())
+
+
+def partially_aliased(name, x, y):
+    """True when the write ``name`` reads an operand that shares some, but not all in the same layout,
+    of the memory it writes (OPEN_FINDINGS["in-place write with an overlapping operand"])."""
+    if name not in VF_ALIASING:
+        return False
+    try:
+        t, o = VF_ALIASING[name](x.detach(), y.detach())
+    except (IndexError, RuntimeError):
+        return False
+    if t.untyped_storage().data_ptr() != o.untyped_storage().data_ptr():
+        return False
+    same = (tuple(t.shape), t.stride(), t.storage_offset()) == (tuple(o.shape), o.stride(), o.storage_offset())
+    return not same and bool(_addresses(t) & _addresses(o))
+
+
+def error_family(e):
+    for cls in (IndexError, TypeError, ValueError, RuntimeError):
+        if isinstance(e, cls):
+            return cls.__name__
+    return type(e).__name__
+
+
+def grad_fn_unreadable(t):
+    """True when reading a torch tensor's grad_fn raises: a view made in a custom function or under
+    no_grad whose base was written in place since (KNOWN_DIFFERENCES["stale custom or no_grad view"])."""
+    try:
+        t.grad_fn  # noqa: B018
+    except RuntimeError:
+        return True
+    return False
+
+
+def _describe(errs):
+    return ", ".join(
+        f"{lib} {'raised ' + repr(e) if e is not None else 'succeeded'}" for lib, e in zip(("tapegrad", "torch"), errs)
+    )
+
+
+def run_view_program(leaf_specs, steps, seed):
+    rng = np.random.default_rng(seed)
+    pool, leaves, retained, log = [], [], [], []
+    for shape, dtype_name, requires_grad in leaf_specs:
+        data = np.asarray(rng.uniform(-2, 2, size=shape).round(3), dtype=dtype_name)
+        pair = (tg.tensor(data, requires_grad=requires_grad), torch.tensor(data, requires_grad=requires_grad))
+        leaves.append(pair)
+        pool.append(pair)
+    # Non-leaf copies to write into (a leaf that requires grad refuses every in-place write).
+    pool += [(a * 1, b * 1) for a, b in leaves if b.requires_grad]
+    # Pool entries that require grad in torch only (OPEN_FINDINGS["no_grad view requires_grad"]: views
+    # made under no_grad, or views of those, of a tensor that requires grad then or later): they
+    # are only viewed, computed from and written into, never passed to a custom function, retained,
+    # written into another tensor or summed into the final backward.
+    tainted, ng_views = set(), set()
+    for kind, name, no_grad, i, j in steps:
+        x, y = pool[i % len(pool)], pool[j % len(pool)]
+        table = VF_OPS if kind == "op" else VF_WRITES
+        arity = table[name][0] if kind != "retain" else 1
+        operands = (x, y)[:arity]
+        if any(grad_fn_unreadable(p[1]) for p in operands):
+            SKIPPED["stale custom or no_grad view"] += 1
+            continue  # KNOWN_DIFFERENCES["stale custom or no_grad view"]: torch raises on any use
+        if tainted & {id(p) for p in operands}:
+            if kind == "retain" or name in VIEW_CUSTOM["tg"] or (kind == "write" and id(y) in tainted and arity == 2):
+                SKIPPED["no_grad view requires_grad"] += 1
+                continue  # OPEN_FINDINGS["no_grad view requires_grad"]
+        if (name == "AddInPlaceTwice0" and not no_grad and x[1]._base is not None
+                and not any(p[1].requires_grad for p in operands)):
+            SKIPPED["mark_dirty view, two outputs, nothing requires grad"] += 1
+            continue  # OPEN_FINDINGS["mark_dirty view, two outputs, nothing requires grad"]
+        if name == "setitem_t" and x[1].dim() and y[1].dim() and y[1].shape[0] and y[1].dim() - 1 > x[1].dim() - 1:
+            SKIPPED["setitem value with leading unit dimensions"] += 1
+            continue  # OPEN_FINDINGS["setitem value with leading unit dimensions"]
+        if (name in ("AddInPlace", "AddInPlaceTwice0") and y[1]._base is not None
+                and y[1].untyped_storage().data_ptr() == x[1].untyped_storage().data_ptr()):
+            SKIPPED["view passed to a Function that dirties its base"] += 1
+            continue  # OPEN_FINDINGS["view passed to a Function that dirties its base"]
+        if arity == 2 and partially_aliased(name, x[1], y[1]):
+            SKIPPED["in-place write with an overlapping operand"] += 1
+            continue  # OPEN_FINDINGS["in-place write with an overlapping operand"]
+        if name in VF_RESHAPES and x[0].stride() != x[1].stride():
+            SKIPPED["reshape of differently strided tensors"] += 1
+            continue  # KNOWN_DIFFERENCES["reshape of differently strided tensors"]
+        if name in ("setitem_first", "setitem_slice", "zero_", "detach_zero_"):
+            if 0 in x[1].stride() and x[1].numel() > 1:
+                SKIPPED["fill of an expanded view"] += 1
+                continue  # KNOWN_DIFFERENCES["fill of an expanded view"]
+        log.append((kind, name, "no_grad" if no_grad else "", i % len(pool), j % len(pool)))
+        results, errs = [], []
+        for side, L in ((0, tg), (1, torch)):
+            args = [p[side] for p in operands]
+            try:
+                if kind == "retain":
+                    args[0].retain_grad()
+                    results.append(None)
+                else:
+                    with L.no_grad() if no_grad else _nullcontext():
+                        results.append(table[name][1](L, *args))
+                errs.append(None)
+            except (RuntimeError, ValueError, IndexError, TypeError) as e:
+                results.append(None)
+                errs.append(e)
+        if errs[1] is not None and "INTERNAL ASSERT FAILED" in str(errs[1]):
+            # PyTorch's own bug, no reference from here on: retain_grad on a tensor a Function returned
+            # twice after marking it dirty, then mark_dirty, retain_grad or an in-place write on it
+            # (PyTorch 2.15, variable.cpp "out != nullptr").
+            return "torch internal assert"
+        fams = [None if e is None else error_family(e) for e in errs]
+        STEPS[(name, "raised" if errs[1] is not None else "ran")] += 1
+        if None not in fams and fams[0] != fams[1] and kind != "retain":
+            # Both refuse, for different reasons: a step can break two rules (an index out of range
+            # in a write to a leaf), checked in a different order. Accepted when, without autograd
+            # (detached copies), the libraries agree on the remaining error.
+            plain = []
+            for side, L in ((0, tg), (1, torch)):
+                try:
+                    with L.no_grad():
+                        table[name][1](L, *[p[side].detach().clone() for p in operands])
+                    plain.append(None)
+                except (RuntimeError, ValueError, IndexError, TypeError) as e:
+                    plain.append(error_family(e))
+            if plain[0] == plain[1] and plain[0] in fams:
+                fams = plain
+        assert fams[0] == fams[1], f"step {name}: {_describe(errs)}\nprogram so far: {log}"
+        if errs[0] is not None:
+            continue
+        if kind == "op":
+            r_tg, r_torch = results
+            if r_tg is x[0] and r_torch is not x[1]:
+                SKIPPED["view op returning its input"] += 1
+                continue  # OPEN_FINDINGS["view op returning its input"] (no side effect to undo)
+            assert tuple(r_tg.shape) == tuple(r_torch.shape), f"{name}: shape\nprogram: {log}"
+            assert str(r_tg.dtype).split(".")[-1] == str(r_torch.dtype).split(".")[-1], f"{name}: dtype"
+            pool.append((r_tg, r_torch))
+            unrecorded = no_grad or not any(p[1].requires_grad for p in operands)
+            if (name in VF_VIEW_NAMES and no_grad) or (
+                r_torch._base is not None
+                and (any(id(p) in ng_views for p in operands) or (name in VIEW_CUSTOM["tg"] and unrecorded))
+            ):
+                # made under no_grad, a view output of a custom function call that was not recorded
+                # (PyTorch treats it as made under no_grad), or an alias of either
+                ng_views.add(id(pool[-1]))
+        elif kind == "retain":
+            retained.append(x)
+        # Every tensor of the program, views and bases alike, must hold the same values and agree
+        # on whether it requires grad (a write through a view reaches its base and the other views).
+        for k, (a, b) in enumerate(pool):
+            assert_close(_np(a), _np(b), f"value of pool[{k}] after step {name}\nprogram: {log}")
+            if a.requires_grad != b.requires_grad and b.requires_grad and (
+                id(pool[k]) in ng_views or tainted & {id(p) for p in operands}
+            ):
+                tainted.add(id(pool[k]))  # OPEN_FINDINGS["no_grad view requires_grad"]
+            assert id(pool[k]) in tainted or a.requires_grad == b.requires_grad, (
+                f"requires_grad of pool[{k}] after {name}\nprogram: {log}"
+            )
+
+    terms = [
+        k
+        for k, p in enumerate(pool)
+        if p[1].requires_grad and p[1].dtype.is_floating_point and id(p) not in tainted
+    ]
+    if not terms:
+        return "no gradient"
+    weights = [np.asarray(rng.uniform(0.5, 1.5, size=tuple(pool[k][1].shape)).round(2)) for k in terms]
+    errs = []
+    for side, L in ((0, tg), (1, torch)):
+        try:
+            total = 0.0
+            for k, w in zip(terms, weights):
+                t = pool[k][side]
+                total = total + (t * L.tensor(w.astype(_np(t).dtype))).sum()
+            total.backward()
+            errs.append(None)
+        except RuntimeError as e:
+            errs.append(e)
+    assert (errs[0] is None) == (errs[1] is None), f"backward: {_describe(errs)}\nprogram: {log}"
+    if errs[0] is not None:
+        if "modified by an inplace operation" in str(errs[1]):
+            assert isinstance(errs[0], tg.SavedTensorModifiedError), repr(errs[0])
+        return "backward error"
+    for what, pairs in (("leaf", leaves), ("retained", retained)):
+        for k, (a, b) in enumerate(pairs):
+            if not (b.is_leaf or b.retains_grad):  # a leaf written with an operand that requires grad
+                assert not a.is_leaf and not a.retains_grad, f"{what} {k}: is_leaf/retains_grad\nprogram: {log}"
+                continue
+            if b.grad is None:
+                assert a.grad is None, f"{what} {k}: tapegrad has a gradient, torch none\nprogram: {log}"
+            else:
+                assert a.grad is not None, f"{what} {k}: torch has a gradient, tapegrad none\nprogram: {log}"
+                assert_close(a.grad.numpy(), b.grad.numpy(), f"gradient of {what} {k}\nprogram: {log}")
+    return "ok"
+
+
+class _nullcontext:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+VF_STEP_KINDS = [("op", n) for n in VF_OPS] + [("write", n) for n in VF_WRITES] + [("retain", "retain_grad")]
+
+
+@st.composite
+def view_programs(draw):
+    dtype = draw(st.sampled_from(["float64", "float64", "float32"]))
+    leaves = draw(st.lists(st.tuples(st.sampled_from(VF_SHAPES), st.just(dtype), st.sampled_from([True, True, False])), min_size=1, max_size=3))
+    steps = []
+    for _ in range(draw(st.integers(1, 10))):
+        kind, name = draw(st.sampled_from(VF_STEP_KINDS))
+        no_grad = kind != "retain" and (name in VF_VIEW_NAMES or kind == "write") and draw(st.integers(0, 4)) == 0
+        steps.append((kind, name, no_grad, draw(st.integers(0, 50)), draw(st.integers(0, 50))))
+    return leaves, steps, draw(st.integers(0, 2**32 - 1))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(view_programs())
+def test_custom_functions_views_and_inplace_writes_match_torch(program):
+    leaves, steps, seed = program
+    outcome = run_view_program(leaves, steps, seed)
+    OUTCOMES["views: " + outcome] += 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Open findings: minimal repros of disagreements, strict xfail until tapegrad matches (or README
+# documents the difference and it moves to KNOWN_DIFFERENCES).
+
+
+@pytest.mark.xfail(strict=True, reason="OPEN_FINDINGS: a view made under no_grad of a tensor that requires grad "
+                   "reports requires_grad=False in tapegrad, True in PyTorch (and so do results computed from it)")
+def test_no_grad_view_of_grad_tensor_reports_requires_grad():
+    observed = {}
+    for L in (tg, torch):
+        x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        with L.no_grad():
+            v = x[1:]
+        observed[lib_of(L)] = (v.requires_grad, v.is_leaf, (v * 2).requires_grad)
+    assert observed["torch"] == (True, True, True)
+    assert observed["tg"] == observed["torch"]
+
+
+@pytest.mark.xfail(strict=True, reason="OPEN_FINDINGS: an in-place write whose operand partly overlaps the written "
+                   "memory (m[1:].add_(m[:3]), m.add_(m.t())) is refused by PyTorch; tapegrad computes it from a "
+                   "snapshot of the operand")
+def test_inplace_write_with_overlapping_operand_is_refused():
+    for make in (lambda m: m[1:].add_(m[:3]), lambda m: m.view(2, 2).add_(m.view(2, 2).t()),
+                 lambda m: m.unsqueeze(0).add_(m)):
+        for L in (torch, tg):
+            m = L.tensor([1.0, 2.0, 3.0, 4.0])
+            with pytest.raises(RuntimeError, match="single memory location"):
+                make(m)
+
+
+@pytest.mark.xfail(strict=True, reason="OPEN_FINDINGS: t() of a 0-d/1-d tensor, transpose of a 0-d tensor, reshape "
+                   "and expand to the same shape, squeeze with nothing to squeeze return the input object itself, "
+                   "so under no_grad the 'view' still carries history (silent extra gradient), and retain_grad or a "
+                   "hook on it act on the input")
+def test_noop_view_is_a_new_tensor():
+    grads = {}
+    for L in (tg, torch):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        with L.no_grad():
+            v = x.t()
+        (x + 10 * v).sum().backward()
+        y = x * 1
+        w = y.reshape(2)
+        w.retain_grad()
+        (y + 10 * w).sum().backward()
+        grads[lib_of(L)] = (v is x, x.grad.tolist(), w is y, w.grad.tolist())
+    assert grads["torch"] == (False, [2.0, 2.0], False, [10.0, 10.0])
+    assert grads["tg"] == grads["torch"]
+
+
+class _AddTwice:
+    """A custom function that writes x += y in place (mark_dirty) and returns x twice."""
+
+    def __init__(self, L):
+        class AddTwice(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, y):
+                ctx.mark_dirty(x)
+                x.add_(y)
+                return x, x
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                return g1 + g2, g1 + g2
+
+        self.apply = AddTwice.apply
+
+
+@pytest.mark.xfail(strict=True, reason="OPEN_FINDINGS: a Function that marks a view dirty and returns two tensors is "
+                   "refused even when no input requires grad (PyTorch refuses it only when the call is recorded)")
+def test_mark_dirty_view_two_outputs_without_grad_is_allowed():
+    for L in (torch, tg):
+        base = L.zeros(4)
+        _AddTwice(L).apply(base[1:3], L.ones(2))
+        assert base.tolist() == [0.0, 1.0, 1.0, 0.0]
+
+
+@pytest.mark.xfail(strict=True, reason="OPEN_FINDINGS: t[0] = v with v of shape (1, 4) for a (4,) slot is refused "
+                   "(expand error); PyTorch and NumPy drop the leading size-1 dimensions of the value")
+def test_setitem_value_with_leading_unit_dimensions():
+    for L in (torch, tg):
+        t = L.zeros(3, 4)
+        t[0] = L.ones(1, 4)
+        t[1:] = L.ones(1, 1, 4) * 2
+        assert t.tolist() == [[1.0] * 4, [2.0] * 4, [2.0] * 4]
+
+
+@pytest.mark.xfail(strict=True, reason="OPEN_FINDINGS: silent wrong gradient. A view v of c passed as an input to a "
+                   "Function that marks c dirty keeps v's old history: after AddInPlace(c, v) (c += v), v is the new "
+                   "value 2x and its gradient must be 2, tapegrad gives 1")
+def test_view_passed_to_function_dirtying_its_base():
+    grads = {}
+    for L in (torch, tg):
+        add_in_place = make_view_customs(L)["AddInPlace"]
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        c = x.clone()
+        v = c[:]
+        add_in_place(c, v)
+        v.sum().backward()
+        grads[lib_of(L)] = x.grad.tolist()
+    assert grads["torch"] == [2.0, 2.0]
+    assert grads["tg"] == grads["torch"]
