@@ -52,17 +52,6 @@ KNOWN_DIFFERENCES = {
     "stale custom or no_grad view": "raises at backward, not at first use",
 }
 
-# Disagreements the differential tests found where tapegrad differs from PyTorch and README does not
-# say so: each has its own strict-xfail test below (test_<name>) with the minimal repro, and the
-# random programs step around it until it is fixed or documented.
-OPEN_FINDINGS = {
-    "no_grad view requires_grad": "test_no_grad_view_of_grad_tensor_reports_requires_grad",
-    "in-place write with an overlapping operand": "test_inplace_write_with_overlapping_operand_is_refused",
-    "view op returning its input": "test_noop_view_is_a_new_tensor",
-    "setitem value with leading unit dimensions": "test_setitem_value_with_leading_unit_dimensions",
-    "view passed to a Function that dirties its base": "test_view_passed_to_function_dirtying_its_base",
-    "mark_dirty view, two outputs, nothing requires grad": "test_mark_dirty_view_two_outputs_without_grad_is_allowed",
-}
 SAVES_DIFFERENTLY = ("rpow", "rdiv", "to_float32", "to_float64")
 FILLS = ("zero_", "setitem_mask", "setitem_first")
 
@@ -380,7 +369,7 @@ def programs(draw, inplace=True):
 
 
 OUTCOMES = Counter()
-# Steps the view programs left out, by the KNOWN_DIFFERENCES / OPEN_FINDINGS key they step around.
+# Steps the view programs left out, by the KNOWN_DIFFERENCES key they step around.
 SKIPPED = Counter()
 STEPS = Counter()  # (step name, "ran" or "raised" in torch) in the view programs
 # The default keeps the file under a minute; TAPEGRAD_DIFF_EXAMPLES=5000 (with --hypothesis-seed=N) for a sweep.
@@ -615,38 +604,6 @@ VF_WRITES = {
 VF_SHAPES = [(4,), (3, 4), (4, 3), (1, 4), (3, 1), (2, 3, 4), ()]
 
 
-# Writes whose operand is read from memory the write changes: name -> (target, operand) on torch tensors.
-VF_ALIASING = {
-    "add_t": lambda x, y: (x, y),
-    "mul_t": lambda x, y: (x, y),
-    "add_t_detached": lambda x, y: (x, y),
-    "copy_": lambda x, y: (x, y),
-    "setitem_t": lambda x, y: (x[0], y[-1]),
-    "AddInPlace": lambda x, y: (x, y),
-    "AddInPlaceTwice0": lambda x, y: (x, y),
-}
-
-
-def _addresses(t):
-    idx = np.indices(tuple(t.shape)).reshape(t.dim(), -1) if t.dim() else np.zeros((0, 1), dtype=int)
-    return set((t.storage_offset() + np.asarray(t.stride(), dtype=np.int64) @ idx).tolist())
-
-
-def partially_aliased(name, x, y):
-    """True when the write ``name`` reads an operand that shares some, but not all in the same layout,
-    of the memory it writes (OPEN_FINDINGS["in-place write with an overlapping operand"])."""
-    if name not in VF_ALIASING:
-        return False
-    try:
-        t, o = VF_ALIASING[name](x.detach(), y.detach())
-    except (IndexError, RuntimeError):
-        return False
-    if t.untyped_storage().data_ptr() != o.untyped_storage().data_ptr():
-        return False
-    same = (tuple(t.shape), t.stride(), t.storage_offset()) == (tuple(o.shape), o.stride(), o.storage_offset())
-    return not same and bool(_addresses(t) & _addresses(o))
-
-
 def error_family(e):
     for cls in (IndexError, TypeError, ValueError, RuntimeError):
         if isinstance(e, cls):
@@ -680,11 +637,6 @@ def run_view_program(leaf_specs, steps, seed):
         pool.append(pair)
     # Non-leaf copies to write into (a leaf that requires grad refuses every in-place write).
     pool += [(a * 1, b * 1) for a, b in leaves if b.requires_grad]
-    # Pool entries that require grad in torch only (OPEN_FINDINGS["no_grad view requires_grad"]: views
-    # made under no_grad, or views of those, of a tensor that requires grad then or later): they
-    # are only viewed, computed from and written into, never passed to a custom function, retained,
-    # written into another tensor or summed into the final backward.
-    tainted, ng_views = set(), set()
     for kind, name, no_grad, i, j in steps:
         x, y = pool[i % len(pool)], pool[j % len(pool)]
         table = VF_OPS if kind == "op" else VF_WRITES
@@ -693,24 +645,6 @@ def run_view_program(leaf_specs, steps, seed):
         if any(grad_fn_unreadable(p[1]) for p in operands):
             SKIPPED["stale custom or no_grad view"] += 1
             continue  # KNOWN_DIFFERENCES["stale custom or no_grad view"]: torch raises on any use
-        if tainted & {id(p) for p in operands}:
-            if kind == "retain" or name in VIEW_CUSTOM["tg"] or (kind == "write" and id(y) in tainted and arity == 2):
-                SKIPPED["no_grad view requires_grad"] += 1
-                continue  # OPEN_FINDINGS["no_grad view requires_grad"]
-        if (name == "AddInPlaceTwice0" and not no_grad and x[1]._base is not None
-                and not any(p[1].requires_grad for p in operands)):
-            SKIPPED["mark_dirty view, two outputs, nothing requires grad"] += 1
-            continue  # OPEN_FINDINGS["mark_dirty view, two outputs, nothing requires grad"]
-        if name == "setitem_t" and x[1].dim() and y[1].dim() and y[1].shape[0] and y[1].dim() - 1 > x[1].dim() - 1:
-            SKIPPED["setitem value with leading unit dimensions"] += 1
-            continue  # OPEN_FINDINGS["setitem value with leading unit dimensions"]
-        if (name in ("AddInPlace", "AddInPlaceTwice0") and y[1]._base is not None
-                and y[1].untyped_storage().data_ptr() == x[1].untyped_storage().data_ptr()):
-            SKIPPED["view passed to a Function that dirties its base"] += 1
-            continue  # OPEN_FINDINGS["view passed to a Function that dirties its base"]
-        if arity == 2 and partially_aliased(name, x[1], y[1]):
-            SKIPPED["in-place write with an overlapping operand"] += 1
-            continue  # OPEN_FINDINGS["in-place write with an overlapping operand"]
         if name in VF_RESHAPES and x[0].stride() != x[1].stride():
             SKIPPED["reshape of differently strided tensors"] += 1
             continue  # KNOWN_DIFFERENCES["reshape of differently strided tensors"]
@@ -759,38 +693,21 @@ def run_view_program(leaf_specs, steps, seed):
             continue
         if kind == "op":
             r_tg, r_torch = results
-            if r_tg is x[0] and r_torch is not x[1]:
-                SKIPPED["view op returning its input"] += 1
-                continue  # OPEN_FINDINGS["view op returning its input"] (no side effect to undo)
             assert tuple(r_tg.shape) == tuple(r_torch.shape), f"{name}: shape\nprogram: {log}"
             assert str(r_tg.dtype).split(".")[-1] == str(r_torch.dtype).split(".")[-1], f"{name}: dtype"
             pool.append((r_tg, r_torch))
-            unrecorded = no_grad or not any(p[1].requires_grad for p in operands)
-            if (name in VF_VIEW_NAMES and no_grad) or (
-                r_torch._base is not None
-                and (any(id(p) in ng_views for p in operands) or (name in VIEW_CUSTOM["tg"] and unrecorded))
-            ):
-                # made under no_grad, a view output of a custom function call that was not recorded
-                # (PyTorch treats it as made under no_grad), or an alias of either
-                ng_views.add(id(pool[-1]))
         elif kind == "retain":
             retained.append(x)
         # Every tensor of the program, views and bases alike, must hold the same values and agree
         # on whether it requires grad (a write through a view reaches its base and the other views).
         for k, (a, b) in enumerate(pool):
             assert_close(_np(a), _np(b), f"value of pool[{k}] after step {name}\nprogram: {log}")
-            if a.requires_grad != b.requires_grad and b.requires_grad and (
-                id(pool[k]) in ng_views or tainted & {id(p) for p in operands}
-            ):
-                tainted.add(id(pool[k]))  # OPEN_FINDINGS["no_grad view requires_grad"]
-            assert id(pool[k]) in tainted or a.requires_grad == b.requires_grad, (
-                f"requires_grad of pool[{k}] after {name}\nprogram: {log}"
-            )
+            assert a.requires_grad == b.requires_grad, f"requires_grad of pool[{k}] after {name}\nprogram: {log}"
 
     terms = [
         k
         for k, p in enumerate(pool)
-        if p[1].requires_grad and p[1].dtype.is_floating_point and id(p) not in tainted
+        if p[1].requires_grad and p[1].dtype.is_floating_point
     ]
     if not terms:
         return "no gradient"
@@ -856,12 +773,10 @@ def test_custom_functions_views_and_inplace_writes_match_torch(program):
 
 
 # ---------------------------------------------------------------------------------------------
-# Open findings: minimal repros of disagreements, strict xfail until tapegrad matches (or README
-# documents the difference and it moves to KNOWN_DIFFERENCES).
+# Disagreements the random programs found, each fixed in tapegrad: the minimal repros, kept as
+# regression tests against PyTorch (tests/test_view_inplace_rules.py has the same without PyTorch).
 
 
-@pytest.mark.xfail(strict=True, reason="OPEN_FINDINGS: a view made under no_grad of a tensor that requires grad "
-                   "reports requires_grad=False in tapegrad, True in PyTorch (and so do results computed from it)")
 def test_no_grad_view_of_grad_tensor_reports_requires_grad():
     observed = {}
     for L in (tg, torch):
@@ -873,9 +788,6 @@ def test_no_grad_view_of_grad_tensor_reports_requires_grad():
     assert observed["tg"] == observed["torch"]
 
 
-@pytest.mark.xfail(strict=True, reason="OPEN_FINDINGS: an in-place write whose operand partly overlaps the written "
-                   "memory (m[1:].add_(m[:3]), m.add_(m.t())) is refused by PyTorch; tapegrad computes it from a "
-                   "snapshot of the operand")
 def test_inplace_write_with_overlapping_operand_is_refused():
     for make in (lambda m: m[1:].add_(m[:3]), lambda m: m.view(2, 2).add_(m.view(2, 2).t()),
                  lambda m: m.unsqueeze(0).add_(m)):
@@ -885,10 +797,6 @@ def test_inplace_write_with_overlapping_operand_is_refused():
                 make(m)
 
 
-@pytest.mark.xfail(strict=True, reason="OPEN_FINDINGS: t() of a 0-d/1-d tensor, transpose of a 0-d tensor, reshape "
-                   "and expand to the same shape, squeeze with nothing to squeeze return the input object itself, "
-                   "so under no_grad the 'view' still carries history (silent extra gradient), and retain_grad or a "
-                   "hook on it act on the input")
 def test_noop_view_is_a_new_tensor():
     grads = {}
     for L in (tg, torch):
@@ -901,7 +809,7 @@ def test_noop_view_is_a_new_tensor():
         w.retain_grad()
         (y + 10 * w).sum().backward()
         grads[lib_of(L)] = (v is x, x.grad.tolist(), w is y, w.grad.tolist())
-    assert grads["torch"] == (False, [2.0, 2.0], False, [10.0, 10.0])
+    assert grads["torch"] == (False, [12.0, 12.0], False, [10.0, 10.0])
     assert grads["tg"] == grads["torch"]
 
 
@@ -923,8 +831,6 @@ class _AddTwice:
         self.apply = AddTwice.apply
 
 
-@pytest.mark.xfail(strict=True, reason="OPEN_FINDINGS: a Function that marks a view dirty and returns two tensors is "
-                   "refused even when no input requires grad (PyTorch refuses it only when the call is recorded)")
 def test_mark_dirty_view_two_outputs_without_grad_is_allowed():
     for L in (torch, tg):
         base = L.zeros(4)
@@ -932,8 +838,6 @@ def test_mark_dirty_view_two_outputs_without_grad_is_allowed():
         assert base.tolist() == [0.0, 1.0, 1.0, 0.0]
 
 
-@pytest.mark.xfail(strict=True, reason="OPEN_FINDINGS: t[0] = v with v of shape (1, 4) for a (4,) slot is refused "
-                   "(expand error); PyTorch and NumPy drop the leading size-1 dimensions of the value")
 def test_setitem_value_with_leading_unit_dimensions():
     for L in (torch, tg):
         t = L.zeros(3, 4)
@@ -942,9 +846,6 @@ def test_setitem_value_with_leading_unit_dimensions():
         assert t.tolist() == [[1.0] * 4, [2.0] * 4, [2.0] * 4]
 
 
-@pytest.mark.xfail(strict=True, reason="OPEN_FINDINGS: silent wrong gradient. A view v of c passed as an input to a "
-                   "Function that marks c dirty keeps v's old history: after AddInPlace(c, v) (c += v), v is the new "
-                   "value 2x and its gradient must be 2, tapegrad gives 1")
 def test_view_passed_to_function_dirtying_its_base():
     grads = {}
     for L in (torch, tg):

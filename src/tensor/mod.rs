@@ -149,9 +149,11 @@ impl Tensor {
         let inherited =
             if self.0.base.is_some() { self.0.meta.lock().view_creation.clone() } else { ViewCreation::Default };
         let grad_mode = crate::autograd::grad_mode::is_grad_enabled();
+        // A view made under no_grad is a no-grad-mode view whatever its source was; with grad mode
+        // on, a view inherits how its source was made (PyTorch's creation-meta propagation).
         let creation = match inherited {
-            ViewCreation::Default if !grad_mode => ViewCreation::NoGradMode,
-            ViewCreation::NoGradMode if grad_mode => ViewCreation::OfNoGradModeView,
+            _ if !grad_mode => ViewCreation::NoGradMode,
+            ViewCreation::NoGradMode => ViewCreation::OfNoGradModeView,
             c => c,
         };
         // As in PyTorch, a view made under no_grad of a tensor that requires grad requires grad
