@@ -530,7 +530,9 @@ pub(crate) fn accumulate_into(t: &Tensor, g: Tensor) -> Result<()> {
                 (Some(old), None)
             }
             None => {
-                let new = if Arc::strong_count(&g.0) == 1
+                let new = if !t.layout().is_contiguous() && t.layout().is_non_overlapping_and_dense() {
+                    gradient_laid_out_like(t, &g)?
+                } else if Arc::strong_count(&g.0) == 1
                     && Arc::strong_count(g.storage()) == 1
                     && g.layout().is_contiguous()
                 {
@@ -544,6 +546,17 @@ pub(crate) fn accumulate_into(t: &Tensor, g: Tensor) -> Result<()> {
     };
     drop(displaced);
     Ok(())
+}
+
+/// A fresh copy of `g` with the strides of the leaf `t` (a permuted but dense layout, such as a
+/// transposed matrix): as in PyTorch, a leaf's first `.grad` is laid out like the leaf, so that
+/// optimizers update both in the same order.
+fn gradient_laid_out_like(t: &Tensor, g: &Tensor) -> Result<Tensor> {
+    let buffer = Tensor::zeros(&[t.numel()], g.dtype())?;
+    let layout = crate::tensor::layout::Layout { shape: t.shape().to_vec(), strides: t.strides().to_vec(), offset: 0 };
+    let out = Tensor::from_parts(buffer.storage().clone(), layout, g.dtype(), None);
+    crate::ops::kernel::write_into(&out, g)?;
+    Ok(out)
 }
 
 /// Stores `combine(current .grad)` as `t.grad`. `combine` runs outside every lock (it may record

@@ -139,7 +139,8 @@ pub(crate) fn regenerate_view_history(base: &Tensor, view: &Tensor, creation: &V
     match view_rebase_error(creation, what) {
         None => record_region_read(base, view, view),
         Some(message) => {
-            let name = std::borrow::Cow::Borrowed("AsStridedBackward");
+            // PyTorch cannot read such a view's grad_fn at all and prints it as `<Invalid>`.
+            let name = std::borrow::Cow::Borrowed("Invalid");
             record_node(name, &[base], &[view], Box::new(RaiseOnBackward(message)), vec![]);
         }
     }

@@ -156,16 +156,12 @@ impl Tensor {
             ViewCreation::NoGradMode => ViewCreation::OfNoGradModeView,
             c => c,
         };
-        // As in PyTorch, a view made under no_grad of a tensor that requires grad requires grad
-        // itself, as a leaf (it has no history), and cannot be written in place with grad mode on.
-        let leaf_requiring_grad = creation == ViewCreation::NoGradMode && self.requires_grad();
         {
             let mut m = out.0.meta.lock();
             // Every view remembers the version it was made at: when its base changes, a default view
             // regenerates its history and the others become an error to differentiate through.
             m.view_version = Some(out.version());
             m.view_creation = creation;
-            m.requires_grad = leaf_requiring_grad;
         }
         out
     }
@@ -237,8 +233,17 @@ impl Tensor {
     /// Whether gradients flow to or through this tensor.
     pub fn requires_grad(&self) -> bool {
         self.refresh_view_history();
-        let m = self.0.meta.lock();
-        m.requires_grad || m.grad_fn.is_some()
+        let derived_from_base = {
+            let m = self.0.meta.lock();
+            if m.requires_grad || m.grad_fn.is_some() {
+                return true;
+            }
+            m.view_creation == ViewCreation::NoGradMode
+        };
+        // As in PyTorch, a view made under no_grad requires grad when its base does: results computed
+        // from it require grad too, but it is a leaf without an accumulator of its own (no gradient
+        // reaches it or its base) and cannot be written in place with grad mode on.
+        derived_from_base && self.0.base.as_ref().is_some_and(|b| b.requires_grad())
     }
 
     /// Sets `requires_grad` on a leaf. Only floating-point leaves can require gradients.

@@ -110,8 +110,6 @@ def test_requires_grad_factory(dtype):
 
 
 # covers: test_autograd.py::TestAutogradDeviceType::test_strided_leaf_grad_layout
-@pytest.mark.xfail(strict=True, reason="a leaf's gradient is always row-major; PyTorch gives a "
-                   "dense non-contiguous leaf a gradient with the leaf's own strides")
 def test_dense_leaf_grad_has_the_leaf_layout():
     # channels_last is spelled as the permutation that produces it: (2, 4, 5, 3) permuted to
     # (2, 3, 4, 5) has strides (60, 1, 15, 3).

@@ -192,7 +192,6 @@ def test_autograd_print_tensor():
 
 
 # covers: test_autograd.py::TestAutograd::test_autograd_print_tensor
-@pytest.mark.xfail(strict=True, reason="repr does not mark a view made and modified under no_grad as grad_fn=<Invalid>")
 def test_autograd_print_tensor_invalid_view():
     a = tg.ones(1, requires_grad=True)
     with tg.no_grad():
