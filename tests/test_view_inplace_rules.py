@@ -415,3 +415,21 @@ def test_no_grad_view_whose_base_changed_cannot_be_differentiated():
         x.mul_(2)
     with pytest.raises(RuntimeError, match="created in no_grad mode and its base"):
         (v * 1).sum().backward()
+
+
+# Issue 13, root cause 18: clamp with tensor bounds (values and gradients as PyTorch's).
+def test_clamp_with_tensor_bounds():
+    x = tg.tensor([-2.0, 0.5, 3.0, 0.0], requires_grad=True)
+    lo = tg.tensor([-1.0, -1.0, -1.0, 1.0], requires_grad=True)
+    hi = tg.tensor([1.0, 1.0, 2.0, 0.5], requires_grad=True)
+    y = x.clamp(min=lo, max=hi)
+    close(y.detach(), [-1, 0.5, 2, 0.5])  # lo > hi gives hi
+    y.sum().backward()
+    close(x.grad, [0, 1, 0, 0])
+    close(lo.grad, [1, 0, 0, 0])
+    close(hi.grad, [0, 0, 1, 1])
+    close(tg.clamp(x.detach(), min=tg.tensor(0.0)).detach(), [0, 0.5, 3, 0])
+    close(x.detach().clamp(max=tg.tensor([0.0, 0.0, 0.0, 0.0]), min=-1.5), [-1.5, 0, 0, 0])
+    z = x.detach().clone()
+    z.clamp_(min=tg.tensor([0.0, 1.0, 0.0, 0.0]))
+    close(z, [0, 1, 3, 0])

@@ -810,6 +810,23 @@ impl Tensor {
         self.clamp_scalar(min.map(Scalar::Float), max.map(Scalar::Float))
     }
 
+    /// `clamp` with tensor bounds (either may be missing), broadcast together: `min(max(x, lo), hi)`,
+    /// so where `lo > hi` the result is `hi`, as in PyTorch. Written with selects, so `x` gets the
+    /// gradient where it is inside the bounds (ends included) and each bound where it was chosen.
+    pub fn clamp_tensors(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        if min.is_none() && max.is_none() {
+            return Err(Error::value("torch.clamp: At least one of 'min' or 'max' must not be None"));
+        }
+        let mut out = self.clone();
+        if let Some(lo) = min {
+            out = Tensor::where_(&out.compare(lo, Cmp::Lt)?, lo, &out)?;
+        }
+        if let Some(hi) = max {
+            out = Tensor::where_(&out.compare(hi, Cmp::Gt)?, hi, &out)?;
+        }
+        Ok(out)
+    }
+
     /// `clamp` with bounds of any scalar kind: an integer bound of an int64 tensor stays exact.
     pub fn clamp_scalar(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
         if min.is_none() && max.is_none() {
@@ -850,6 +867,12 @@ impl Tensor {
     /// In-place `clamp_scalar`.
     pub fn clamp_scalar_(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<()> {
         self.apply_inplace("clamp_", &[], |x| x.clamp_scalar(min, max))
+    }
+
+    /// `clamp_tensors` in place.
+    pub fn clamp_tensors_(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<()> {
+        let operands: Vec<&Tensor> = min.into_iter().chain(max).collect();
+        self.apply_inplace("clamp_", &operands, |x| x.clamp_tensors(min, max))
     }
 
     /// `cond ? a : b`, element-wise with broadcasting.

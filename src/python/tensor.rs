@@ -19,6 +19,10 @@ pub struct PyTensor {
     pub(crate) inner: Tensor,
     /// This object's own address, once made (see `wrap`).
     me: AtomicUsize,
+    /// The Python object last returned by `.grad`, kept alive while it is still this tensor's
+    /// gradient, so that a weak reference to `t.grad` lives as long as `t` (PyTorch keeps a tensor's
+    /// Python object alive as long as the tensor; here, as long as the owner's object).
+    grad_object: std::sync::Mutex<Option<Py<PyTensor>>>,
 }
 
 // One Python object per tensor: see NOTE [One Python object per core object] in `identity.rs`.
@@ -28,10 +32,19 @@ impl PyTensor {
         if let Some(obj) = super::identity::live_wrapper(py, &t.0.wrapper) {
             return Ok(obj);
         }
-        let obj = Py::new(py, PyTensor { inner: t, me: AtomicUsize::new(0) })?;
+        let obj = Py::new(py, PyTensor { inner: t, me: AtomicUsize::new(0), grad_object: Default::default() })?;
         let this = obj.get();
         this.me.store(super::identity::register(&obj, &this.inner.0.wrapper), Ordering::Release);
         Ok(obj)
+    }
+}
+
+impl PyTensor {
+    /// Lets go of the object `.grad` last returned (the gradient was replaced); it is dropped after
+    /// the lock, as its drop may run Python code.
+    fn forget_grad_object(&self) {
+        let displaced = self.grad_object.lock().ok().and_then(|mut slot| slot.take());
+        drop(displaced);
     }
 }
 
@@ -72,6 +85,11 @@ impl PyTensor {
     /// exact. To break the cycle, the ctx's `__dict__` is cleared and each hook's callable taken out
     /// (`__clear__`).
     fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
+        if let Ok(slot) = self.grad_object.try_lock() {
+            if let Some(g) = slot.as_ref() {
+                visit.call(g)?;
+            }
+        }
         if std::sync::Arc::strong_count(&self.inner.0) != 1 {
             return Ok(());
         }
@@ -86,6 +104,7 @@ impl PyTensor {
     }
 
     fn __clear__(&self) {
+        self.forget_grad_object();
         if std::sync::Arc::strong_count(&self.inner.0) != 1 {
             return;
         }
@@ -182,7 +201,14 @@ impl PyTensor {
                 1,
             )?;
         }
-        grad.map(|g| PyTensor::wrap(py, g)).transpose()
+        let obj = grad.map(|g| PyTensor::wrap(py, g)).transpose()?;
+        let displaced = self
+            .grad_object
+            .lock()
+            .map(|mut slot| std::mem::replace(&mut *slot, obj.as_ref().map(|o| o.clone_ref(py))));
+        // The previous object is dropped after the lock (its drop may run Python code).
+        drop(displaced);
+        Ok(obj)
     }
     #[setter]
     fn set_grad(&self, grad: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
@@ -196,12 +222,16 @@ impl PyTensor {
                 ))
             })?),
         };
-        Ok(self.inner.set_grad(g)?)
+        self.inner.set_grad(g)?;
+        self.forget_grad_object();
+        Ok(())
     }
     /// `del t.grad` clears the gradient, as assigning None does.
     #[deleter]
     fn delete_grad(&self) -> PyResult<()> {
-        Ok(self.inner.set_grad(None)?)
+        self.inner.set_grad(None)?;
+        self.forget_grad_object();
+        Ok(())
     }
     #[deleter]
     fn delete_requires_grad(&self) -> PyResult<()> {

@@ -54,6 +54,21 @@ fn clamp_args(
     Ok((x, lo, hi))
 }
 
+/// The bounds of `clamp` as tensors when at least one of them is a tensor (a number beside a tensor
+/// becomes a 0-d tensor); None when both are numbers or missing.
+fn tensor_bounds(
+    min: Option<&Bound<'_, PyAny>>,
+    max: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<(Option<Tensor>, Option<Tensor>)>> {
+    let (min, max) = (min.filter(|b| !b.is_none()), max.filter(|b| !b.is_none()));
+    let is_tensor = |b: Option<&Bound<'_, PyAny>>| b.is_some_and(|b| b.cast::<PyTensor>().is_ok());
+    if !is_tensor(min) && !is_tensor(max) {
+        return Ok(None);
+    }
+    let as_tensor = |b: Option<&Bound<'_, PyAny>>| b.map(|b| tensor_arg(b, None)).transpose();
+    Ok(Some((as_tensor(min)?, as_tensor(max)?)))
+}
+
 /// `self (op) other` for a tensor or scalar `other`; `NotImplemented` for anything else.
 fn arith(
     slf: &PyTensor,
@@ -325,6 +340,10 @@ impl PyTensor {
         min: Option<&Bound<'_, PyAny>>,
         max: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        if let Some(bounds) = tensor_bounds(min, max)? {
+            let (lo, hi) = bounds;
+            return wrap(py, self.inner.clamp_tensors(lo.as_ref(), hi.as_ref())?);
+        }
         let (x, lo, hi) = clamp_args(&self.inner, min, max)?;
         wrap(py, x.clamp_scalar(lo, hi)?)
     }
@@ -492,6 +511,10 @@ impl PyTensor {
         max: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, Self>> {
         let t = &slf.get().inner;
+        if let Some((lo, hi)) = tensor_bounds(min, max)? {
+            t.clamp_tensors_(lo.as_ref(), hi.as_ref())?;
+            return Ok(slf);
+        }
         let (x, lo, hi) = clamp_args(t, min, max)?;
         if x.dtype() != t.dtype() {
             return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(

@@ -127,8 +127,6 @@ def test_preserve_backtrace():
 
 
 # covers: test_autograd.py::TestAutograd::test_grad_thread_safety
-@pytest.mark.xfail(strict=True, reason="t.grad returns a new Python object on every read, so a weak "
-                   "reference to it dies at once (PyTorch returns the one cached object)")
 def test_grad_thread_safety():
     num_threads = 4
     for _ in range(10):
