@@ -1,6 +1,6 @@
 """tapegrad: a Rust-core autograd engine with custom operations written in Python.
 
-The contract is ``shared/API.md``; the native module is ``tapegrad._tapegrad``.
+The contract is ``docs/api.md`` in the repository; the native module is ``tapegrad._tapegrad``.
 """
 
 from . import _tapegrad as _C
