@@ -166,28 +166,102 @@ pub fn apply_custom<Op: CustomOp>(op: Op, inputs: &[Tensor]) -> Result<Vec<Tenso
 pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Result<(Vec<Tensor>, Option<Arc<Node>>)> {
     let recording = is_grad_enabled();
     let needs: Vec<bool> = inputs.iter().map(|t| recording && t.requires_grad()).collect();
+    let any_needs = needs.iter().any(|&n| n);
     let mut ctx = ForwardCtx::new(needs.clone());
     // The edges to the inputs' histories are taken before forward runs, as PyTorch does: forward may
     // write an input in place (mark_dirty), and a view of that input passed as another input must
     // keep the history it had, then find its base's new history when it is next read (its version
     // moved on).
     let edges: Vec<Option<super::node::Edge>> =
-        if needs.iter().any(|&n| n) { inputs.iter().map(super::node::gradient_edge).collect() } else { Vec::new() };
+        if any_needs { inputs.iter().map(super::node::gradient_edge).collect() } else { Vec::new() };
     let detached: Vec<Tensor> = inputs.iter().map(|t| t.detach()).collect();
     let versions_before: Vec<u64> = inputs.iter().map(|t| t.version()).collect();
     let raw = {
         let _off = GradModeGuard::no_grad();
         op.forward(&mut ctx, &detached)?
     };
-    let name = op.name();
-    let find_input = |t: &Tensor| (0..inputs.len()).find(|&j| t.same(&inputs[j]) || t.same(&detached[j]));
+    let mut run = ForwardRun { name: op.name(), inputs, detached, raw, dirty_inputs: Vec::new() };
+    run.dirty_inputs = run.check_dirty(&op, &ctx.dirty, &versions_before, recording, any_needs)?;
+    let outputs = run.output_handles();
+    let is_non_diff = |o: &Tensor| ctx.non_differentiable.iter().any(|n| n.same(o));
+    let differentiable: Vec<bool> = run.raw.iter().map(|o| !is_non_diff(o) && o.dtype().is_float()).collect();
+    if recording {
+        run.mark_view_outputs(&outputs, &differentiable);
+    }
+    if !any_needs {
+        return Ok((outputs, None));
+    }
+    let saves = run.saves(ctx.to_save.take().unwrap_or_default(), &outputs, &differentiable);
+    let formula = CustomBackward { op, needs_input_grad: needs, materialize_grads: ctx.materialize_grads };
+    let output_refs: Vec<&Tensor> = outputs.iter().collect();
+    let input_meta = inputs.iter().map(|t| Some(super::node::TensorMeta::of(t))).collect();
+    let name = Cow::Owned(format!("{}Backward", run.name));
+    let node = node_with_edges(name, edges, input_meta, &output_refs, Box::new(formula), saves);
+    run.set_history(&node, &outputs, &differentiable);
+    Ok((outputs, Some(node)))
+}
 
-    // Dirty inputs: must be inputs, must be returned, must not be leaves that require grad.
-    let mut dirty_inputs = Vec::new();
-    for d in &ctx.dirty {
-        let j = find_input(d)
-            .ok_or_else(|| Error::autograd(format!("{name}: mark_dirty only accepts input tensors of forward")))?;
-        if !raw.iter().any(|o| find_input(o) == Some(j)) {
+/// A custom operation's forward as it ran: the caller's inputs, the detached copies `forward` saw,
+/// what it returned, and which inputs it marked dirty.
+struct ForwardRun<'a> {
+    name: Cow<'static, str>,
+    inputs: &'a [Tensor],
+    detached: Vec<Tensor>,
+    raw: Vec<Tensor>,
+    dirty_inputs: Vec<usize>,
+}
+
+impl ForwardRun<'_> {
+    /// Which input `t` is (the caller's tensor or the copy `forward` saw).
+    fn find_input(&self, t: &Tensor) -> Option<usize> {
+        (0..self.inputs.len()).find(|&j| t.same(&self.inputs[j]) || t.same(&self.detached[j]))
+    }
+
+    /// Whether `t` is an input marked dirty.
+    fn is_dirty(&self, t: &Tensor) -> bool {
+        self.find_input(t).is_some_and(|j| self.dirty_inputs.contains(&j))
+    }
+
+    /// The input whose memory `o` shares, when `o` is not a dirty input returned as it is.
+    fn viewed_input(&self, o: &Tensor) -> Option<usize> {
+        match self.find_input(o) {
+            Some(j) if self.dirty_inputs.contains(&j) => None,
+            _ => (0..self.inputs.len()).find(|&j| o.shares_storage(&self.inputs[j])),
+        }
+    }
+
+    /// The inputs marked dirty, by number. Dirty inputs: must be inputs, must be returned, must not
+    /// be leaves that require grad.
+    fn check_dirty<Op: CustomOp>(
+        &self,
+        op: &Op,
+        dirty: &[Tensor],
+        versions_before: &[u64],
+        recording: bool,
+        any_needs: bool,
+    ) -> Result<Vec<usize>> {
+        let mut dirty_inputs = Vec::new();
+        for d in dirty {
+            let name = &self.name;
+            let j = self
+                .find_input(d)
+                .ok_or_else(|| Error::autograd(format!("{name}: mark_dirty only accepts input tensors of forward")))?;
+            self.check_dirty_input(op, j, recording, any_needs)?;
+            // A write through one of our in-place operations already bumped the version; a write that
+            // bypassed them (through raw memory) did not, so mark_dirty does it.
+            if self.inputs[j].version() == versions_before[j] {
+                let op = Cow::Owned(format!("{name}.forward (mark_dirty)"));
+                self.inputs[j].storage().bump_version(op, super::anomaly::current_location());
+            }
+            dirty_inputs.push(j);
+        }
+        Ok(dirty_inputs)
+    }
+
+    /// Refuses input `j` as a dirty input where PyTorch does.
+    fn check_dirty_input<Op: CustomOp>(&self, op: &Op, j: usize, recording: bool, any_needs: bool) -> Result<()> {
+        let (name, inputs) = (&self.name, self.inputs);
+        if !self.raw.iter().any(|o| self.find_input(o) == Some(j)) {
             return Err(Error::autograd(format!(
                 "{name}: an input marked dirty with mark_dirty must be returned as an output of forward \
                  ({} was not)",
@@ -205,7 +279,7 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
         inputs[j].check_inplace("mark_dirty", inputs[j].inplace_records(&input_refs))?;
         // The base of a dirty view gets a CopySlices node whose new value is this node's output;
         // with several outputs there would be no single output to read it from (PyTorch refuses too).
-        if needs.iter().any(|&n| n) && inputs[j].base().is_some() && raw.len() > 1 {
+        if any_needs && inputs[j].base().is_some() && self.raw.len() > 1 {
             return Err(Error::autograd(format!(
                 "{name}: if your Function modifies inplace an input that is a view of another Tensor, your \
                  Function cannot return more than one Tensor. This is not supported by the current autograd \
@@ -214,91 +288,83 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
                  doing the inplace that returns the view and one doing the other operations)."
             )));
         }
-        // A write through one of our in-place operations already bumped the version; a write that
-        // bypassed them (through raw memory) did not, so mark_dirty does it.
-        if inputs[j].version() == versions_before[j] {
-            let op = Cow::Owned(format!("{name}.forward (mark_dirty)"));
-            inputs[j].storage().bump_version(op, super::anomaly::current_location());
-        }
-        dirty_inputs.push(j);
+        Ok(())
     }
 
-    // The handles returned to the caller. An output that shares memory with an input (the input
-    // returned as it is, or a view of it) is a view of that input, and a view of a tensor made inside
-    // forward stays a view of it, so that in-place writes to it or to its base are seen as such (and
-    // refused where they would override this backward).
-    let viewed_input = |o: &Tensor| match find_input(o) {
-        Some(j) if dirty_inputs.contains(&j) => None,
-        _ => (0..inputs.len()).find(|&j| o.shares_storage(&inputs[j])),
-    };
-    let outputs: Vec<Tensor> = raw
-        .iter()
-        .map(|o| match (find_input(o), viewed_input(o)) {
-            (Some(j), _) if dirty_inputs.contains(&j) => inputs[j].clone(),
-            (_, Some(j)) => inputs[j].alias_with_layout(o.layout().clone()),
-            (Some(_), None) => o.detach(),
-            (None, None) => match o.base() {
-                Some(base) => base.alias_with_layout(o.layout().clone()),
-                None if o.requires_grad() => o.detach(),
-                None => o.clone(),
-            },
-        })
-        .collect();
-    let is_non_diff = |o: &Tensor| ctx.non_differentiable.iter().any(|n| n.same(o));
-    let differentiable: Vec<bool> = raw.iter().map(|o| !is_non_diff(o) && o.dtype().is_float()).collect();
-    let is_dirty = |o: &Tensor| find_input(o).is_some_and(|j| dirty_inputs.contains(&j));
-    let view_outputs: Vec<usize> = (0..raw.len())
-        .filter(|&i| {
-            differentiable[i] && (viewed_input(&raw[i]).is_some() || (raw[i].base().is_some() && !is_dirty(&raw[i])))
-        })
-        .collect();
-    // As in PyTorch, a view among several differentiable outputs is a multi-output view; under
-    // no_grad the views stay no-grad-mode views (`alias_with_layout` made them so).
-    let several_outputs = differentiable.iter().filter(|&&d| d).count() > 1;
-    for &i in view_outputs.iter().filter(|_| recording) {
-        let (name, nr) = (name.to_string(), i);
-        outputs[i].set_view_creation(if several_outputs {
-            crate::tensor::ViewCreation::MultiOutput { name, nr }
-        } else {
-            crate::tensor::ViewCreation::InCustomFunction { name, nr }
-        });
+    /// The handles returned to the caller. An output that shares memory with an input (the input
+    /// returned as it is, or a view of it) is a view of that input, and a view of a tensor made inside
+    /// forward stays a view of it, so that in-place writes to it or to its base are seen as such (and
+    /// refused where they would override this backward).
+    fn output_handles(&self) -> Vec<Tensor> {
+        let inputs = self.inputs;
+        self.raw
+            .iter()
+            .map(|o| match (self.find_input(o), self.viewed_input(o)) {
+                (Some(j), _) if self.dirty_inputs.contains(&j) => inputs[j].clone(),
+                (_, Some(j)) => inputs[j].alias_with_layout(o.layout().clone()),
+                (Some(_), None) => o.detach(),
+                (None, None) => match o.base() {
+                    Some(base) => base.alias_with_layout(o.layout().clone()),
+                    None if o.requires_grad() => o.detach(),
+                    None => o.clone(),
+                },
+            })
+            .collect()
     }
-    if !needs.iter().any(|&n| n) {
-        return Ok((outputs, None));
+
+    /// Records how the differentiable outputs that are views were made (while recording).
+    fn mark_view_outputs(&self, outputs: &[Tensor], differentiable: &[bool]) {
+        let raw = &self.raw;
+        let view_outputs: Vec<usize> = (0..raw.len())
+            .filter(|&i| {
+                differentiable[i]
+                    && (self.viewed_input(&raw[i]).is_some() || (raw[i].base().is_some() && !self.is_dirty(&raw[i])))
+            })
+            .collect();
+        // As in PyTorch, a view among several differentiable outputs is a multi-output view; under
+        // no_grad the views stay no-grad-mode views (`alias_with_layout` made them so).
+        let several_outputs = differentiable.iter().filter(|&&d| d).count() > 1;
+        for i in view_outputs {
+            let (name, nr) = (self.name.to_string(), i);
+            outputs[i].set_view_creation(if several_outputs {
+                crate::tensor::ViewCreation::MultiOutput { name, nr }
+            } else {
+                crate::tensor::ViewCreation::InCustomFunction { name, nr }
+            });
+        }
     }
-    let saves = ctx
-        .to_save
-        .take()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|t| {
-            // An output that gets this node's history (a dirty input returned is one) is saved
-            // without its node, else the node would own itself; a non-differentiable output has no
-            // history to restore, so it is kept as it is.
-            let out = raw.iter().position(|o| o.same(&t)).or_else(|| outputs.iter().position(|o| o.same(&t)));
-            match (out, find_input(&t)) {
-                (Some(i), None) if differentiable[i] => Save::Output(i),
-                (Some(i), Some(j)) if differentiable[i] && dirty_inputs.contains(&j) => Save::Output(i),
-                (_, Some(j)) => Save::Input(inputs[j].clone()),
-                (_, None) => Save::Input(t),
-            }
-        })
-        .collect();
-    let formula = CustomBackward { op, needs_input_grad: needs, materialize_grads: ctx.materialize_grads };
-    let output_refs: Vec<&Tensor> = outputs.iter().collect();
-    let input_meta = inputs.iter().map(|t| Some(super::node::TensorMeta::of(t))).collect();
-    let name = Cow::Owned(format!("{name}Backward"));
-    let node = node_with_edges(name, edges, input_meta, &output_refs, Box::new(formula), saves);
-    for (i, o) in outputs.iter().enumerate() {
-        if differentiable[i] {
-            o.set_history(node.clone(), i);
-            // A dirty view: its base now holds this node's output in the view's region.
-            if let (Some(base), true) = (o.base(), find_input(&raw[i]).is_some_and(|j| dirty_inputs.contains(&j))) {
-                crate::ops::as_strided::rebase_view(base, o, o);
+
+    /// How each tensor passed to `save_for_backward` is kept.
+    fn saves(&self, to_save: Vec<Tensor>, outputs: &[Tensor], differentiable: &[bool]) -> Vec<Save> {
+        to_save
+            .into_iter()
+            .map(|t| {
+                // An output that gets this node's history (a dirty input returned is one) is saved
+                // without its node, else the node would own itself; a non-differentiable output has no
+                // history to restore, so it is kept as it is.
+                let out = self.raw.iter().position(|o| o.same(&t)).or_else(|| outputs.iter().position(|o| o.same(&t)));
+                match (out, self.find_input(&t)) {
+                    (Some(i), None) if differentiable[i] => Save::Output(i),
+                    (Some(i), Some(j)) if differentiable[i] && self.dirty_inputs.contains(&j) => Save::Output(i),
+                    (_, Some(j)) => Save::Input(self.inputs[j].clone()),
+                    (_, None) => Save::Input(t),
+                }
+            })
+            .collect()
+    }
+
+    /// Gives the differentiable outputs the recorded node as their history.
+    fn set_history(&self, node: &Arc<Node>, outputs: &[Tensor], differentiable: &[bool]) {
+        for (i, o) in outputs.iter().enumerate() {
+            if differentiable[i] {
+                o.set_history(node.clone(), i);
+                // A dirty view: its base now holds this node's output in the view's region.
+                if let (Some(base), true) = (o.base(), self.is_dirty(&self.raw[i])) {
+                    crate::ops::as_strided::rebase_view(base, o, o);
+                }
             }
         }
     }
-    Ok((outputs, Some(node)))
 }
 
 /// The node put behind gradients computed by a `once_differentiable` backward under

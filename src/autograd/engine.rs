@@ -1,20 +1,33 @@
-//! The backward scheduler.
+//! The backward scheduler. One run is a `GraphTask` (as in PyTorch's `engine.cpp`), which
+//! `run_here` takes through these phases:
 //!
-//! 1. Walk the graph from the roots (iteratively) and count, for every node, the edges that reach it.
-//! 2. Seed the roots' gradients into per-node input buffers, where gradients for one slot are summed.
-//! 3. Run ready nodes (all their incoming edges delivered) from a max-heap on the sequence number:
-//!    newest first, a deterministic order that follows the forward pass backwards.
-//! 4. After a node runs, its gradients are validated against its inputs' shapes and dtypes (summed
-//!    down where the forward broadcast, see `validate`), and its saved tensors are released unless
-//!    `retain_graph`.
+//! 1. Seed (`seed_roots`): each root's gradient is checked against the root and cast to its dtype
+//!    (an implicit 1 for a one-element root).
+//! 2. Discover (`GraphTask::discover`): walk the graph from the roots (iteratively) and count, for
+//!    every node, the edges that reach it.
+//! 3. Plan capture (`plan_capture`): for `grad` and `backward(inputs=...)`, find the input slots the
+//!    wanted gradients are read from and the nodes that must run to reach them.
+//! 4. Seed the buffers (`seed_buffers`): the roots' gradients go into per-node input buffers, where
+//!    gradients for one slot are summed; nodes that no edge reaches are ready.
+//! 5. Execute (`execute`): ready nodes (all their incoming edges delivered) leave a max-heap on the
+//!    sequence number, newest first, a deterministic order that follows the forward pass
+//!    backwards, in batches (`next_batch`, NOTE [Parallel branches]). Each node's waiting gradients
+//!    pass its pre-hooks and are captured where it is a target (`take_inputs`, `capture`); then the
+//!    nodes that must run do (`run_batch`), and their gradients are validated against their inputs'
+//!    shapes and dtypes (summed down where the forward broadcast, see `validate`).
+//! 6. Release (`release`): a node that ran frees its saved tensors unless `retain_graph`.
+//! 7. Deliver (`deliver`): its gradients are added into the buffers of the nodes its edges reach,
+//!    and a node becomes ready once every edge that reaches it has delivered.
 //!
-//! Nothing here recurses, so graph depth is bounded only by memory.
+//! Nothing here recurses, so graph depth is bounded only by memory. Adding into `.grad` is
+//! `accumulate.rs`.
 
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use super::accumulate::accumulate_into;
 use super::anomaly;
 use super::grad_mode::GradModeGuard;
 use super::node::{gradient_edge, Edge, Node};
@@ -23,6 +36,12 @@ use crate::tensor::layout::{fmt_shape, is_broadcastable_to};
 use crate::tensor::Tensor;
 
 type NodeId = usize;
+
+/// Gradients by slot (one per input of the node that receives them); None where none arrived.
+type Grads = Vec<Option<Tensor>>;
+
+/// A node of a batch that runs, with the gradients it receives.
+type Job = (Arc<Node>, Grads);
 
 fn id(node: &Arc<Node>) -> NodeId {
     Arc::as_ptr(node) as usize
@@ -148,6 +167,7 @@ fn run(
     run_here(roots, grad_roots, retain_graph, create_graph, capture)
 }
 
+/// One backward run on this thread, phase by phase (the numbers of the module header).
 fn run_here(
     roots: &[Tensor],
     grad_roots: &[Option<Tensor>],
@@ -155,124 +175,201 @@ fn run_here(
     create_graph: bool,
     capture: &[Tensor],
 ) -> Result<Vec<Option<Tensor>>> {
+    let _mode = GradModeGuard::new(create_graph);
+    let seeds = seed_roots(roots, grad_roots)?;
+    let mut task = GraphTask::discover(&seeds, retain_graph, create_graph);
+    task.plan_capture(capture);
+    task.seed_buffers(seeds)?;
+    task.execute()?;
+    Ok(task.captured)
+}
+
+/// 1. Seed: the roots' edges with their gradients, given ones checked and cast, missing ones 1.
+fn seed_roots(roots: &[Tensor], grad_roots: &[Option<Tensor>]) -> Result<Vec<(Edge, Tensor)>> {
     if roots.len() != grad_roots.len() {
         return Err(Error::value(format!("got {} tensors and {} gradients", roots.len(), grad_roots.len())));
     }
-    let _mode = GradModeGuard::new(create_graph);
-
-    // Roots and their seed gradients.
     let mut seeds: Vec<(Edge, Tensor)> = Vec::with_capacity(roots.len());
     for (i, (root, g)) in roots.iter().zip(grad_roots).enumerate() {
         let edge = gradient_edge(root).ok_or_else(|| {
             Error::autograd(format!("element {i} of tensors does not require grad and does not have a grad_fn"))
         })?;
-        let g = match g {
-            Some(g) => {
-                if g.shape() != root.shape() {
-                    return Err(Error::shape(format!(
-                        "Mismatch in shape: grad_output[{i}] has a shape of {} and output[{i}] has a \
-                         shape of {}.",
-                        fmt_shape(g.shape()),
-                        fmt_shape(root.shape())
-                    )));
-                }
-                // A seed of another dtype is cast to the root's, as PyTorch does: when the root is
-                // itself a leaf (or a captured input) no node's `validate` casts it, and a float64
-                // leaf's `.grad` became float32 (or bool) after `x.backward(tg.ones(...))`.
-                if g.dtype() != root.dtype() {
-                    g.to_dtype(root.dtype())?
-                } else {
-                    g.clone()
-                }
-            }
-            None => {
-                if root.numel() != 1 {
-                    return Err(Error::autograd(format!(
-                        "grad can be implicitly created only for scalar outputs (output {i} has shape {})",
-                        fmt_shape(root.shape())
-                    )));
-                }
-                Tensor::ones_like(root)?
-            }
-        };
-        seeds.push((edge, g));
+        seeds.push((edge, seed_gradient(i, root, g.as_ref())?));
     }
+    Ok(seeds)
+}
 
-    // 1. Discover the graph and count dependencies.
-    let mut nodes: HashMap<NodeId, Arc<Node>> = HashMap::new();
-    let mut deps: HashMap<NodeId, usize> = HashMap::new();
-    let mut stack: Vec<Arc<Node>> = Vec::new();
-    for (edge, _) in &seeds {
-        if nodes.insert(id(&edge.node), edge.node.clone()).is_none() {
-            stack.push(edge.node.clone());
+/// The seed gradient of root `i`.
+fn seed_gradient(i: usize, root: &Tensor, g: Option<&Tensor>) -> Result<Tensor> {
+    let Some(g) = g else {
+        if root.numel() != 1 {
+            return Err(Error::autograd(format!(
+                "grad can be implicitly created only for scalar outputs (output {i} has shape {})",
+                fmt_shape(root.shape())
+            )));
         }
+        return Tensor::ones_like(root);
+    };
+    if g.shape() != root.shape() {
+        return Err(Error::shape(format!(
+            "Mismatch in shape: grad_output[{i}] has a shape of {} and output[{i}] has a shape of {}.",
+            fmt_shape(g.shape()),
+            fmt_shape(root.shape())
+        )));
     }
-    while let Some(node) = stack.pop() {
-        for edge in node.edges.iter().flatten() {
-            let nid = id(&edge.node);
-            *deps.entry(nid).or_insert(0) += 1;
-            if let std::collections::hash_map::Entry::Vacant(slot) = nodes.entry(nid) {
-                slot.insert(edge.node.clone());
+    // A seed of another dtype is cast to the root's, as PyTorch does: when the root is itself a
+    // leaf (or a captured input) no node's `validate` casts it, and a float64 leaf's `.grad` became
+    // float32 (or bool) after `x.backward(tg.ones(...))`.
+    if g.dtype() != root.dtype() {
+        g.to_dtype(root.dtype())
+    } else {
+        Ok(g.clone())
+    }
+}
+
+/// The state of one backward run (PyTorch's `GraphTask`): the graph reachable from the roots and
+/// how far its execution has come.
+struct GraphTask {
+    retain_graph: bool,
+    create_graph: bool,
+    /// Every node reachable from the roots.
+    nodes: HashMap<NodeId, Arc<Node>>,
+    /// For each node, how many of the edges that reach it have not delivered yet.
+    deps: HashMap<NodeId, usize>,
+    /// The gradients received so far by each node, one slot per input (summed per slot).
+    buffers: HashMap<NodeId, Grads>,
+    /// Nodes whose incoming edges have all delivered, by sequence number (newest first).
+    ready: BinaryHeap<(u64, NodeId)>,
+    /// Where each gradient asked for by `grad` / `backward(inputs=...)` is read; None when that
+    /// input is not in the graph.
+    targets: Vec<Option<Target>>,
+    /// With capture targets, which nodes must run to reach them; None when every node runs.
+    must_run: Option<HashMap<NodeId, bool>>,
+    /// The captured gradients, one per capture target.
+    captured: Vec<Option<Tensor>>,
+    /// Batches run so far (for the interrupt check).
+    batches: usize,
+}
+
+impl GraphTask {
+    /// 2. Discover: walks the graph from the roots (iteratively) and counts, for every node, the
+    ///    edges that reach it.
+    fn discover(seeds: &[(Edge, Tensor)], retain_graph: bool, create_graph: bool) -> GraphTask {
+        let mut nodes: HashMap<NodeId, Arc<Node>> = HashMap::new();
+        let mut deps: HashMap<NodeId, usize> = HashMap::new();
+        let mut stack: Vec<Arc<Node>> = Vec::new();
+        for (edge, _) in seeds {
+            if nodes.insert(id(&edge.node), edge.node.clone()).is_none() {
                 stack.push(edge.node.clone());
             }
         }
-    }
-
-    // Capture targets (grad / backward(inputs=...)) and which nodes must run to reach them.
-    let targets: Vec<Option<Target>> = capture
-        .iter()
-        .map(|t| {
-            let edge = match t.grad_fn() {
-                Some(f) => Some(Edge { node: f, input_nr: t.output_nr() }),
-                None => t.0.meta.lock().grad_accumulator.upgrade().map(|n| Edge { node: n, input_nr: 0 }),
-            };
-            edge.filter(|e| nodes.contains_key(&id(&e.node)))
-                .map(|e| Target { node: id(&e.node), input_nr: e.input_nr })
-        })
-        .collect();
-    let must_run = if capture.is_empty() { None } else { Some(nodes_leading_to(&nodes, &targets)) };
-
-    // 2. Seed the buffers.
-    let mut buffers: HashMap<NodeId, Vec<Option<Tensor>>> = HashMap::new();
-    for (edge, g) in seeds {
-        add_to_buffer(&mut buffers, &edge, g)?;
-    }
-    let mut ready: BinaryHeap<(u64, NodeId)> = BinaryHeap::new();
-    for (&nid, node) in &nodes {
-        if deps.get(&nid).copied().unwrap_or(0) == 0 {
-            ready.push((node.seq, nid));
+        while let Some(node) = stack.pop() {
+            for edge in node.edges.iter().flatten() {
+                let nid = id(&edge.node);
+                *deps.entry(nid).or_insert(0) += 1;
+                if let std::collections::hash_map::Entry::Vacant(slot) = nodes.entry(nid) {
+                    slot.insert(edge.node.clone());
+                    stack.push(edge.node.clone());
+                }
+            }
+        }
+        GraphTask {
+            retain_graph,
+            create_graph,
+            nodes,
+            deps,
+            buffers: HashMap::new(),
+            ready: BinaryHeap::new(),
+            targets: Vec::new(),
+            must_run: None,
+            captured: Vec::new(),
+            batches: 0,
         }
     }
 
-    // 3. Run, one batch of ready nodes at a time (see NOTE [Parallel branches]).
-    let mut captured: Vec<Option<Tensor>> = vec![None; capture.len()];
-    let mut batches: usize = 0;
-    while let Some(first) = ready.pop() {
-        batches += 1;
-        if batches.is_multiple_of(256) {
+    /// 3. Plan capture: finds the capture targets (`grad` / `backward(inputs=...)`) and which nodes
+    ///    must run to reach them.
+    fn plan_capture(&mut self, capture: &[Tensor]) {
+        self.targets = capture
+            .iter()
+            .map(|t| {
+                let edge = match t.grad_fn() {
+                    Some(f) => Some(Edge { node: f, input_nr: t.output_nr() }),
+                    None => t.0.meta.lock().grad_accumulator.upgrade().map(|n| Edge { node: n, input_nr: 0 }),
+                };
+                edge.filter(|e| self.nodes.contains_key(&id(&e.node)))
+                    .map(|e| Target { node: id(&e.node), input_nr: e.input_nr })
+            })
+            .collect();
+        self.must_run = if capture.is_empty() { None } else { Some(nodes_leading_to(&self.nodes, &self.targets)) };
+        self.captured = vec![None; capture.len()];
+    }
+
+    /// 4. Seed the buffers: puts the roots' gradients into their buffers and readies the nodes
+    ///    that no edge reaches.
+    fn seed_buffers(&mut self, seeds: Vec<(Edge, Tensor)>) -> Result<()> {
+        for (edge, g) in seeds {
+            add_to_buffer(&mut self.buffers, &edge, g)?;
+        }
+        for (&nid, node) in &self.nodes {
+            if self.deps.get(&nid).copied().unwrap_or(0) == 0 {
+                self.ready.push((node.seq, nid));
+            }
+        }
+        Ok(())
+    }
+
+    /// 5. Execute: runs the graph, one batch of ready nodes at a time (see NOTE [Parallel branches]):
+    ///    each node's inputs taken (and captured), the batch run, then each node released (6) and its
+    ///    gradients delivered (7), in batch order.
+    fn execute(&mut self) -> Result<()> {
+        while let Some(batch) = self.next_batch()? {
+            let jobs = self.take_inputs(&batch)?;
+            let outputs = self.run_batch(&jobs);
+            for ((node, _), out) in jobs.iter().zip(outputs) {
+                let out = out?;
+                self.release(node);
+                self.deliver(node, &out)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The next batch of ready nodes: the newest one, joined by the following ones while they are
+    /// all parallel candidates. Every 256 batches, checks for an interrupt.
+    fn next_batch(&mut self) -> Result<Option<Vec<(u64, NodeId)>>> {
+        let Some(first) = self.ready.pop() else { return Ok(None) };
+        self.batches += 1;
+        if self.batches.is_multiple_of(256) {
             if let Some(hook) = INTERRUPT_HOOK.get() {
                 hook()?;
             }
         }
         let mut batch = vec![first];
-        if is_parallel_candidate(&nodes[&first.1], &buffers, first.1) {
-            while let Some(&next) = ready.peek() {
-                if batch.len() >= MAX_BATCH || !is_parallel_candidate(&nodes[&next.1], &buffers, next.1) {
+        if self.is_parallel_candidate(first.1) {
+            while let Some(&next) = self.ready.peek() {
+                if batch.len() >= MAX_BATCH || !self.is_parallel_candidate(next.1) {
                     break;
                 }
                 batch.push(next);
-                ready.pop();
+                self.ready.pop();
             }
         }
-        let mut jobs: Vec<(Arc<Node>, Vec<Option<Tensor>>)> = Vec::with_capacity(batch.len());
-        for &(_, nid) in &batch {
-            let node = nodes[&nid].clone();
-            let grads = buffers.remove(&nid).unwrap_or_else(|| vec![None; node.num_outputs().max(1)]);
-            let runs = match &must_run {
+        Ok(Some(batch))
+    }
+
+    /// Takes the gradients waiting for each node of the batch, runs their pre-hooks, captures the
+    /// targets' gradients, and returns the nodes that run with their gradients.
+    fn take_inputs(&mut self, batch: &[(u64, NodeId)]) -> Result<Vec<Job>> {
+        let mut jobs: Vec<Job> = Vec::with_capacity(batch.len());
+        for &(_, nid) in batch {
+            let node = self.nodes[&nid].clone();
+            let grads = self.buffers.remove(&nid).unwrap_or_else(|| vec![None; node.num_outputs().max(1)]);
+            let runs = match &self.must_run {
                 None => true,
                 Some(set) => set.get(&nid).copied().unwrap_or(false),
             };
-            let is_target = targets.iter().flatten().any(|t| t.node == nid);
+            let is_target = self.targets.iter().flatten().any(|t| t.node == nid);
             // Hooks see the gradients of the nodes that run or are captured, not of the nodes that
             // are merely passed on the way (as in PyTorch).
             let grads = if runs || is_target {
@@ -280,18 +377,30 @@ fn run_here(
             } else {
                 grads
             };
-            for (k, t) in targets.iter().enumerate() {
-                if let Some(t) = t {
-                    if t.node == nid {
-                        captured[k] = grads.get(t.input_nr).cloned().flatten();
-                    }
-                }
-            }
+            self.capture(nid, &grads);
             if runs {
                 jobs.push((node, grads));
             }
         }
-        let outputs: Vec<Result<Vec<Option<Tensor>>>> = if jobs.len() > 1 && parallel_enabled() {
+        Ok(jobs)
+    }
+
+    /// Keeps the gradients of `nid`'s input slots that are capture targets (whether or not it runs).
+    fn capture(&mut self, nid: NodeId, grads: &[Option<Tensor>]) {
+        for (k, t) in self.targets.iter().enumerate() {
+            if let Some(t) = t {
+                if t.node == nid {
+                    self.captured[k] = grads.get(t.input_nr).cloned().flatten();
+                }
+            }
+        }
+    }
+
+    /// Runs the nodes of a batch, on rayon's threads when there are several and parallelism is on;
+    /// the results come back in batch order either way.
+    fn run_batch(&self, jobs: &[Job]) -> Vec<Result<Grads>> {
+        let create_graph = self.create_graph;
+        if jobs.len() > 1 && parallel_enabled() {
             jobs.par_iter()
                 .map(|(node, grads)| {
                     let _mode = GradModeGuard::new(create_graph);
@@ -300,28 +409,44 @@ fn run_here(
                 .collect()
         } else {
             jobs.iter().map(|(node, grads)| call_node(node, grads.clone(), create_graph)).collect()
-        };
-        for ((node, _), out) in jobs.iter().zip(outputs) {
-            let out = out?;
-            if !retain_graph {
-                node.release_variables();
+        }
+    }
+
+    /// 6. Release: frees what a node that ran saved, unless `retain_graph`.
+    fn release(&self, node: &Node) {
+        if !self.retain_graph {
+            node.release_variables();
+        }
+    }
+
+    /// 7. Deliver: adds a node's gradients into the buffers of the nodes its edges reach, and readies
+    ///    each of those nodes once all the edges that reach it have delivered.
+    fn deliver(&mut self, node: &Node, out: &[Option<Tensor>]) -> Result<()> {
+        for (i, edge) in node.edges.iter().enumerate() {
+            let Some(edge) = edge else { continue };
+            if let Some(Some(g)) = out.get(i) {
+                add_to_buffer(&mut self.buffers, edge, g.clone())?;
             }
-            for (i, edge) in node.edges.iter().enumerate() {
-                let Some(edge) = edge else { continue };
-                if let Some(Some(g)) = out.get(i) {
-                    add_to_buffer(&mut buffers, edge, g.clone())?;
-                }
-                let cid = id(&edge.node);
-                if let Some(d) = deps.get_mut(&cid) {
-                    *d -= 1;
-                    if *d == 0 {
-                        ready.push((edge.node.seq, cid));
-                    }
+            let cid = id(&edge.node);
+            if let Some(d) = self.deps.get_mut(&cid) {
+                *d -= 1;
+                if *d == 0 {
+                    self.ready.push((edge.node.seq, cid));
                 }
             }
         }
+        Ok(())
     }
-    Ok(captured)
+
+    /// Whether a ready node may join a batch (NOTE [Parallel branches]): its formula needs no GIL
+    /// and the gradients waiting for it carry enough work.
+    fn is_parallel_candidate(&self, nid: NodeId) -> bool {
+        if !self.nodes[&nid].formula().parallel_safe() {
+            return false;
+        }
+        let work: usize = self.buffers.get(&nid).map(|b| b.iter().flatten().map(|g| g.numel()).sum()).unwrap_or(0);
+        work >= PARALLEL_MIN_ELEMENTS
+    }
 }
 
 // NOTE [Parallel branches]: when several nodes are ready at once they are independent (all their
@@ -342,14 +467,6 @@ pub fn set_parallel_backward(flag: bool) -> bool {
 
 fn parallel_enabled() -> bool {
     PARALLEL.load(std::sync::atomic::Ordering::Relaxed) && rayon::current_num_threads() > 1
-}
-
-fn is_parallel_candidate(node: &Node, buffers: &HashMap<NodeId, Vec<Option<Tensor>>>, nid: NodeId) -> bool {
-    if !node.formula().parallel_safe() {
-        return false;
-    }
-    let work: usize = buffers.get(&nid).map(|b| b.iter().flatten().map(|g| g.numel()).sum()).unwrap_or(0);
-    work >= PARALLEL_MIN_ELEMENTS
 }
 
 /// For each node: must it run so that a gradient reaches a capture target below it?
@@ -491,105 +608,6 @@ fn validate(node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor
             Ok(Some(g))
         })
         .collect()
-}
-
-// NOTE [Concurrent accumulation]: backward passes on several threads may end in the same tensor's
-// `.grad` (shared leaves, a shared non-leaf that retains its gradient). Reading `.grad`, adding and
-// storing the sum must then be one step, or one thread's store overwrites another's sum and a
-// gradient is silently lost. A small table of locks keyed by the tensor's address makes it one step
-// without a lock in every tensor. Nothing that runs under such a lock takes another one of them, so
-// they never nest.
-const ACCUMULATION_LOCKS: usize = 64;
-static ACCUMULATION: [parking_lot::Mutex<()>; ACCUMULATION_LOCKS] =
-    [const { parking_lot::Mutex::new(()) }; ACCUMULATION_LOCKS];
-
-/// Holds off other accumulations into `t.grad` (see NOTE [Concurrent accumulation]).
-pub(crate) fn lock_grad_accumulation(t: &Tensor) -> parking_lot::MutexGuard<'static, ()> {
-    let addr = Arc::as_ptr(&t.0) as usize;
-    ACCUMULATION[(addr / std::mem::align_of::<crate::tensor::TensorImpl>()) % ACCUMULATION_LOCKS].lock()
-}
-
-/// Adds `g` into `t.grad`: the first gradient is stored as is when nothing else holds it (else
-/// copied); later ones are added in place, or out of place when recording a graph.
-pub(crate) fn accumulate_into(t: &Tensor, g: Tensor) -> Result<()> {
-    if super::grad_mode::is_grad_enabled() {
-        // Recording builds a node, which under anomaly mode looks up the user's Python location:
-        // so the sum is computed outside every lock and stored only if `.grad` did not move.
-        return update_grad(t, |old| match old {
-            None => Ok(g.clone()),
-            Some(old) => old.add(&g),
-        });
-    }
-    let g = g.detach();
-    // Everything done under the accumulation lock is plain Rust; what it displaces is dropped after.
-    let displaced = {
-        let _one_at_a_time = lock_grad_accumulation(t);
-        match t.grad() {
-            Some(old) => {
-                old.add_inplace_unchecked(&g)?;
-                (Some(old), None)
-            }
-            None => {
-                let new = if !t.layout().is_contiguous() && t.layout().is_non_overlapping_and_dense() {
-                    gradient_laid_out_like(t, &g)?
-                } else if Arc::strong_count(&g.0) == 1
-                    && Arc::strong_count(g.storage()) == 1
-                    && g.layout().is_contiguous()
-                {
-                    g
-                } else {
-                    g.clone_data()?
-                };
-                (None, t.0.meta.lock().grad.replace(new))
-            }
-        }
-    };
-    drop(displaced);
-    Ok(())
-}
-
-/// A fresh copy of `g` with the strides of the leaf `t` (a permuted but dense layout, such as a
-/// transposed matrix): as in PyTorch, a leaf's first `.grad` is laid out like the leaf, so that
-/// optimizers update both in the same order.
-fn gradient_laid_out_like(t: &Tensor, g: &Tensor) -> Result<Tensor> {
-    let buffer = Tensor::zeros(&[t.numel()], g.dtype())?;
-    let layout = crate::tensor::layout::Layout { shape: t.shape().to_vec(), strides: t.strides().to_vec(), offset: 0 };
-    let out = Tensor::from_parts(buffer.storage().clone(), layout, g.dtype(), None);
-    crate::ops::kernel::write_into(&out, g)?;
-    Ok(out)
-}
-
-/// Stores `combine(current .grad)` as `t.grad`. `combine` runs outside every lock (it may record
-/// a node, and so run Python: NOTE [No Python under a tensor lock]); the result is stored only when
-/// `.grad` is still the same tensor at the same version, else it is recomputed, so two threads'
-/// contributions are never lost (NOTE [Concurrent accumulation]).
-pub(crate) fn update_grad(t: &Tensor, combine: impl Fn(Option<&Tensor>) -> Result<Tensor>) -> Result<()> {
-    loop {
-        let old = t.grad();
-        let seen_version = old.as_ref().map(Tensor::version);
-        let new = combine(old.as_ref())?;
-        let outcome = {
-            let _one_at_a_time = lock_grad_accumulation(t);
-            let mut m = t.0.meta.lock();
-            let unchanged = match (&m.grad, &old) {
-                (None, None) => true,
-                (Some(cur), Some(old)) => cur.same(old) && Some(cur.version()) == seen_version,
-                _ => false,
-            };
-            if unchanged {
-                Ok(m.grad.replace(new))
-            } else {
-                Err(new)
-            }
-        };
-        match outcome {
-            Ok(displaced) => {
-                drop(displaced);
-                return Ok(());
-            }
-            Err(unused) => drop(unused),
-        }
-    }
 }
 
 impl Tensor {

@@ -210,7 +210,7 @@ pub(crate) fn run_pre_hooks(node: &Node, mut grads: Vec<Option<Tensor>>) -> Resu
             if let Some(imp) = w.upgrade() {
                 let t = Tensor(imp);
                 let g = g.detach();
-                super::engine::update_grad(&t, |old| match old {
+                super::accumulate::update_grad(&t, |old| match old {
                     None => g.clone_data(),
                     Some(old) => old.add(&g),
                 })?;

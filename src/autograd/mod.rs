@@ -8,9 +8,10 @@
 //!   A node has one `Option<Edge>` per input of its operation: `None` where that input needs no
 //!   gradient. Several edges into one slot are summed.
 //! - **AccumulateGrad** is the sink: the node behind a leaf that requires grad, which adds what
-//!   reaches it into the leaf's `.grad`.
+//!   reaches it into the leaf's `.grad` (`accumulate.rs`).
 //! - A **saved tensor** is a value a node keeps for its formula, with the version it had when saved.
 
+pub(crate) mod accumulate;
 pub mod anomaly;
 pub mod custom;
 pub mod engine;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::accumulate::AccumulateGrad;
 use super::saved::SavedTensor;
 use crate::error::{Error, Result};
 use crate::tensor::dtype::DType;
@@ -288,24 +289,6 @@ impl Drop for Node {
             }
         }
         DRAINING.with(|d| d.set(false));
-    }
-}
-
-/// The accumulate-grad sink of a leaf.
-pub(crate) struct AccumulateGrad {
-    pub(crate) variable: Tensor,
-}
-
-impl Backward for AccumulateGrad {
-    fn apply(&self, _node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        if let Some(Some(g)) = grads.into_iter().next() {
-            crate::autograd::engine::accumulate_into(&self.variable, g)?;
-        }
-        Ok(Vec::new())
-    }
-
-    fn accumulates_into(&self) -> Option<&Tensor> {
-        Some(&self.variable)
     }
 }
 
