@@ -39,3 +39,19 @@ def test_the_walk_finds_the_api():
 def test_has_docstring_with_example(name):
     doc = inspect.getdoc(OBJECTS[name]) or ""
     assert ">>>" in doc, f"{name} needs a docstring with a >>> example"
+
+
+# The most used native functions and methods carry examples in their Rust doc comments
+# (src/python/*.rs); pytest's doctest collection reads only .py files, so these run here.
+NATIVE = {"tapegrad.tensor": tg.tensor, "tapegrad.zeros": tg.zeros, "tapegrad.Tensor.backward": tg.Tensor.backward}
+
+
+@pytest.mark.parametrize("name", sorted(NATIVE))
+def test_native_examples_run(name):
+    import doctest
+
+    test = doctest.DocTestParser().get_doctest(NATIVE[name].__doc__ or "", {}, name, None, 0)
+    assert test.examples, f"{name} needs a docstring with a >>> example"
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    assert runner.failures == 0, f"an example of {name} failed (output above)"
