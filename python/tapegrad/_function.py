@@ -6,9 +6,12 @@ class) and hands over to the native ``_function_apply``: that runs ``forward`` o
 with grad mode off, records one node, and checks what ``backward`` returns.
 """
 
+from __future__ import annotations
+
 import functools
 import inspect
 import warnings
+from typing import Any, Callable, SupportsIndex, TypeVar, overload
 
 import numpy as np
 
@@ -16,32 +19,39 @@ from . import _tapegrad as _C
 from ._grad_mode import no_grad
 
 Tensor = _C.Tensor
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
-class _NeedsInputGrad(tuple):
+class _NeedsInputGrad(tuple[bool, ...]):
     """A tuple of bools, one per parameter of ``forward``, also readable by parameter name."""
 
-    def __new__(cls, values, names):
+    _names: list[str]
+
+    def __new__(cls, values: list[bool], names: list[str]) -> _NeedsInputGrad:
         obj = super().__new__(cls, values)
         obj._names = names
         return obj
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> bool:
         try:
             return self[self._names.index(name)]
         except ValueError:
             raise AttributeError(f"forward has no parameter named {name!r} (parameters: {self._names})") from None
 
+    @overload
+    def __getitem__(self, key: SupportsIndex | str) -> bool: ...
+    @overload
+    def __getitem__(self, key: slice) -> tuple[bool, ...]: ...
     def __getitem__(self, key):
         if isinstance(key, str):
             return self.__getattr__(key)
         return super().__getitem__(key)
 
 
-class _SavedMapping(dict):
+class _SavedMapping(dict[str, Any]):
     """The named saved values: a mapping that also allows attribute access."""
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         try:
             return self[name]
         except KeyError:
@@ -116,11 +126,27 @@ class Function:
     on an instance.
 
     ``clear_saved_tensors_on_access = True`` on a subclass allows ``backward`` to read
-    ``ctx.saved_tensors`` (and ``ctx.saved_variables``) once only."""
+    ``ctx.saved_tensors`` (and ``ctx.saved_variables``) once only.
+
+    >>> import tapegrad as tg
+    >>> class Cube(tg.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x ** 3
+    ...     @staticmethod
+    ...     def backward(ctx, g):
+    ...         (x,) = ctx.saved_tensors
+    ...         return 3 * x ** 2 * g
+    >>> x = tg.tensor([1., 2.], requires_grad=True)
+    >>> Cube.apply(x).sum().backward()
+    >>> x.grad
+    tensor([ 3., 12.])
+    """
 
     clear_saved_tensors_on_access = False
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         warnings.warn(
             f"{self.__class__} should not be instantiated: the methods of a custom Function are "
             "static; call YourFunction.apply(...) on the class itself.",
@@ -128,18 +154,58 @@ class Function:
             stacklevel=2,
         )
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused, as in PyTorch: a custom function runs through ``YourFunction.apply(...)``.
+
+        >>> import warnings
+        >>> import tapegrad as tg
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # instantiating warns too
+        ...     tg.Function()(tg.ones(1))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        RuntimeError: Legacy autograd function with non-static forward method is deprecated. ...
+        """
         raise RuntimeError(
             "Legacy autograd function with non-static forward method is deprecated. Define forward "
             "and backward as static methods and call YourFunction.apply(...)."
         )
 
     @staticmethod
-    def forward(ctx, *args, **kwargs):
+    def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        """Computes the outputs from the inputs (detached, with grad mode off); ``ctx`` keeps what
+        ``backward`` needs. Subclasses define it as a static method.
+
+        >>> import tapegrad as tg
+        >>> class Double(tg.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         return x * 2
+        ...     @staticmethod
+        ...     def backward(ctx, g):
+        ...         return g * 2
+        >>> Double.apply(tg.tensor([1., 2.]))
+        tensor([2., 4.])
+        """
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
-    def backward(ctx, *grad_outputs):
+    def backward(ctx: Any, *grad_outputs: Any) -> Any:
+        """Given one gradient per output of ``forward``, returns one gradient (or None) per input.
+        Subclasses define it (or its other name, ``vjp``) as a static method.
+
+        >>> import tapegrad as tg
+        >>> class Double(tg.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         return x * 2
+        ...     @staticmethod
+        ...     def backward(ctx, g):
+        ...         return g * 2
+        >>> x = tg.tensor([1., 2.], requires_grad=True)
+        >>> Double.apply(x).sum().backward()
+        >>> x.grad
+        tensor([2., 2.])
+        """
         raise NotImplementedError(
             "You must implement either the backward or vjp method for your custom autograd.Function "
             "to use it with backward mode AD."
@@ -148,7 +214,7 @@ class Function:
     vjp = backward
 
     @staticmethod
-    def _tg_backward_and_vjp(ctx, *grad_outputs):
+    def _tg_backward_and_vjp(ctx: Any, *grad_outputs: Any) -> Any:
         raise RuntimeError(
             "Implementing both 'backward' and 'vjp' for a custom Function is not allowed. "
             "You should only implement one of them."
@@ -159,17 +225,34 @@ class Function:
     apply = classmethod(_C._function_apply)
 
 
-def once_differentiable(fn):
+def once_differentiable(fn: _F) -> _F:
     """Declares a backward that cannot itself be differentiated: it runs without recording, and a
-    second differentiation through its results raises."""
+    second differentiation through its results raises.
+
+    >>> import tapegrad as tg
+    >>> class Square(tg.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x * x
+    ...     @staticmethod
+    ...     @tg.once_differentiable
+    ...     def backward(ctx, g):
+    ...         (x,) = ctx.saved_tensors
+    ...         return 2 * x * g
+    >>> x = tg.tensor([3.], requires_grad=True)
+    >>> Square.apply(x).backward()
+    >>> x.grad
+    tensor([6.])
+    """
 
     @functools.wraps(fn)
-    def wrapper(ctx, *args):
+    def wrapper(ctx: Any, *args: Any) -> Any:
         with no_grad():
             return fn(ctx, *args)
 
-    wrapper._tg_once_differentiable = True
-    return wrapper
+    wrapper._tg_once_differentiable = True  # type: ignore[attr-defined]
+    return wrapper  # type: ignore[return-value]
 
 
 def _function_name(fn, default):
@@ -180,21 +263,36 @@ def _function_name(fn, default):
 class _AutogradCallable:
     """What ``autograd_function`` returns: calling it is ``Function.apply``."""
 
-    def __init__(self, cls):
+    def __init__(self, cls: type[Function]) -> None:
         self.cls = cls
         self.apply = cls.apply
         self.__name__ = cls.__name__
         self.__doc__ = cls.forward.__doc__
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.cls.apply(*args, **kwargs)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<tapegrad.autograd_function {self.cls.__name__}>"
 
 
-def autograd_function(forward, backward, name=None):
-    """R torch's spelling: ``f = autograd_function(forward=..., backward=...)``; ``f(x, ...)``."""
+def autograd_function(
+    forward: Callable[..., Any], backward: Callable[..., Any], name: str | None = None
+) -> _AutogradCallable:
+    """R torch's spelling: ``f = autograd_function(forward=..., backward=...)``; ``f(x, ...)``.
+
+    >>> import tapegrad as tg
+    >>> def forward(ctx, x):
+    ...     ctx.save_for_backward(x)
+    ...     return x.exp()
+    >>> def backward(ctx, g):
+    ...     (x,) = ctx.saved_tensors
+    ...     return x.exp() * g
+    >>> my_exp = tg.autograd_function(forward, backward, name="MyExp")
+    >>> x = tg.tensor([0.], requires_grad=True)
+    >>> my_exp(x)
+    tensor([1.], grad_fn=<MyExpBackward>)
+    """
     if not callable(forward) or not callable(backward):
         raise TypeError("autograd_function needs callable forward and backward")
     cls_name = name or _function_name(forward, "AutogradFunction")
@@ -241,7 +339,7 @@ def _positional_names(f):
     return names, rest
 
 
-def custom_gradient(f):
+def custom_gradient(f: Callable[..., Any]) -> Callable[..., Any]:
     """TensorFlow/Keras' spelling: ``f(*args, **kwargs)`` returns ``(output, grad_fn)``, where
     ``grad_fn`` takes one upstream gradient per output and returns one gradient per tensor among
     the positional arguments (a single one when there is one).
@@ -251,6 +349,15 @@ def custom_gradient(f):
     history and gets its gradient from ``grad_fn`` only. Positional arguments that are Python
     numbers or NumPy arrays are converted to tensors (and want a gradient, ``None`` allowed); other
     positional values and keyword arguments are passed through and get none.
+
+    >>> import tapegrad as tg
+    >>> @tg.custom_gradient
+    ... def clipped_identity(x):
+    ...     return x.clone(), lambda g: g.clamp(-1, 1)
+    >>> x = tg.tensor([1., 2.], requires_grad=True)
+    >>> (clipped_identity(x) * 5).sum().backward()
+    >>> x.grad
+    tensor([1., 1.])
     """
     name = _function_name(f, "CustomGradient")
     positional, varargs = _positional_names(f)
@@ -297,5 +404,5 @@ def custom_gradient(f):
         out = _C._function_apply_named(cls, (*args, _Computed(result, grad_fn)), names)
         return list(out) if isinstance(result, list) else out
 
-    wrapper.function_class = cls
+    wrapper.function_class = cls  # type: ignore[attr-defined]
     return wrapper

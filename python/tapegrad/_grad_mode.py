@@ -6,11 +6,19 @@ to every run of the decorated code: for a generator or a coroutine, to each resu
 (``next``, ``send``, ``throw``, ``close``), with the caller's own mode restored in between.
 """
 
+from __future__ import annotations
+
 import functools
 import inspect
 import warnings
+from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar, cast, overload
 
 from . import _tapegrad as _C
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _drive(flag, gen):
@@ -51,7 +59,7 @@ class _Awaitable:
         return (yield from _drive(self.flag, self.coro))
 
 
-def _decorate(flag, fn):
+def _decorate(flag: bool, fn: _F) -> _F:
     """``fn`` wrapped so that its body runs with grad mode ``flag``."""
     if inspect.isclass(fn):
         warnings.warn(
@@ -69,7 +77,7 @@ def _decorate(flag, fn):
         def generator(*args, **kwargs):
             return (yield from _drive(flag, fn(*args, **kwargs)))
 
-        return generator
+        return cast(_F, generator)
 
     if inspect.iscoroutinefunction(fn):
 
@@ -77,7 +85,7 @@ def _decorate(flag, fn):
         async def coroutine(*args, **kwargs):
             return await _Awaitable(flag, fn(*args, **kwargs))
 
-        return coroutine
+        return cast(_F, coroutine)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -87,7 +95,7 @@ def _decorate(flag, fn):
         finally:
             _C._set_grad_enabled(prev)
 
-    return wrapper
+    return cast(_F, wrapper)
 
 
 class _GradModeContext:
@@ -95,53 +103,101 @@ class _GradModeContext:
     (``no_grad(fn)``, or ``@no_grad`` without parentheses), it returns the decorated function."""
 
     _flag = True
+    _prev: bool
 
+    # ``no_grad()`` is the context manager; ``no_grad(fn)`` is ``fn`` decorated.
+    @overload
+    def __new__(cls, orig_func: None = None) -> Self: ...
+    @overload
+    def __new__(cls, orig_func: _F) -> _F: ...  # type: ignore[misc]
     def __new__(cls, orig_func=None):
         if orig_func is not None:
             return _decorate(cls._flag, orig_func)
         return super().__new__(cls)
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         self._prev = _C._set_grad_enabled(self._flag)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         _C._set_grad_enabled(self._prev)
         return False
 
-    def __call__(self, fn):
+    def __call__(self, fn: _F) -> _F:
+        """``fn`` with this grad mode around each call of it.
+
+        >>> import tapegrad as tg
+        >>> @tg.no_grad()
+        ... def double(t):
+        ...     return t * 2
+        >>> double(tg.ones(2, requires_grad=True)).requires_grad
+        False
+        """
         return _decorate(self._flag, fn)
 
 
 class no_grad(_GradModeContext):
-    """Operations inside record no history."""
+    """Operations inside record no history.
+
+    >>> import tapegrad as tg
+    >>> x = tg.ones(2, requires_grad=True)
+    >>> with tg.no_grad():
+    ...     y = x * 2
+    >>> y.requires_grad
+    False
+    """
 
     _flag = False
 
 
 class enable_grad(_GradModeContext):
-    """Operations inside record history (even within ``no_grad``)."""
+    """Operations inside record history (even within ``no_grad``).
+
+    >>> import tapegrad as tg
+    >>> x = tg.ones(2, requires_grad=True)
+    >>> with tg.no_grad(), tg.enable_grad():
+    ...     y = x * 2
+    >>> y.requires_grad
+    True
+    """
 
     _flag = True
 
 
 class set_grad_enabled(_GradModeContext):
     """Sets grad mode to ``mode`` immediately, and restores it when used as a context manager. As a
-    decorator, it restores the mode at once and applies ``mode`` to each call of the function."""
+    decorator, it restores the mode at once and applies ``mode`` to each call of the function.
 
-    def __new__(cls, mode):
+    >>> import tapegrad as tg
+    >>> with tg.set_grad_enabled(False):
+    ...     tg.is_grad_enabled()
+    False
+    >>> tg.is_grad_enabled()
+    True
+    """
+
+    def __new__(cls, mode: bool) -> Self:
         return object.__new__(cls)
 
-    def __init__(self, mode):
+    def __init__(self, mode: bool) -> None:
         if not isinstance(mode, bool):
             raise TypeError(f"set_grad_enabled(): argument 'mode' must be bool, not {type(mode).__name__}")
         self._flag = mode
         self._prev = _C._set_grad_enabled(self._flag)
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __call__(self, fn):
+    def __call__(self, fn: _F) -> _F:
+        """``fn`` with grad mode ``mode`` around each call of it (the mode is restored at once).
+
+        >>> import tapegrad as tg
+        >>> @tg.set_grad_enabled(False)
+        ... def double(t):
+        ...     return t * 2
+        >>> double(tg.ones(2, requires_grad=True)).requires_grad
+        False
+        """
         _C._set_grad_enabled(self._prev)
         return _decorate(self._flag, fn)
 

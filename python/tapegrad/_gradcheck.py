@@ -6,7 +6,11 @@ perturbed evaluation receives a fresh contiguous copy of the perturbed input in 
 Outputs that are not floating point are never differentiable and are left out.
 """
 
+from __future__ import annotations
+
 import warnings
+from collections.abc import Sequence
+from typing import Any, Callable
 
 import numpy as np
 
@@ -15,7 +19,23 @@ from ._function import Function
 
 
 class GradcheckError(RuntimeError):
-    """A check of ``gradcheck`` or ``gradgradcheck`` failed."""
+    """A check of ``gradcheck`` or ``gradgradcheck`` failed.
+
+    >>> import tapegrad as tg
+    >>> class WrongSquare(tg.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         return x * x
+    ...     @staticmethod
+    ...     def backward(ctx, g):
+    ...         return g  # should be 2 * x * g
+    >>> x = tg.tensor([3.], dtype=tg.float64, requires_grad=True)
+    >>> try:
+    ...     tg.autograd.gradcheck(WrongSquare.apply, (x,))
+    ... except tg.autograd.GradcheckError as e:
+    ...     print(str(e).split(":")[0])
+    Jacobian mismatch for output 0 with respect to input 0
+    """
 
 
 def _as_tuple(x):
@@ -299,8 +319,9 @@ def _gradcheck(fn, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, fa
         _check_undefined_grad(fn, inputs, diff_tensors)
 
 
-def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, *, nondet_tol=0.0,
-              check_undefined_grad=True, fast_mode=False):
+def gradcheck(fn: Callable[..., Any], inputs: _C.Tensor | Sequence[object], eps: float = 1e-6, atol: float = 1e-5,
+              rtol: float = 1e-3, raise_exception: bool = True, *, nondet_tol: float = 0.0,
+              check_undefined_grad: bool = True, fast_mode: bool = False) -> bool:
     """Checks ``fn``'s backward against central finite differences of step ``eps``: every entry of
     each Jacobian (d differentiable output / d input requiring grad) must satisfy
     ``|analytic - numerical| <= atol + rtol * |numerical|`` (NaN never does); backward must give the
@@ -313,7 +334,13 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, 
     the output, the input and the worst entry); with ``raise_exception=False`` a failed check
     returns False instead. Other errors (invalid inputs, an output whose shape or dtype changes
     under perturbation, an exception of ``fn``) are raised either way. Inputs that are not float64
-    are checked with a warning."""
+    are checked with a warning.
+
+    >>> import tapegrad as tg
+    >>> x = tg.tensor([0.5, 1.5], dtype=tg.float64, requires_grad=True)
+    >>> tg.autograd.gradcheck(lambda t: (t.sin() * t).sum(), (x,))
+    True
+    """
     inputs = _as_tuple(inputs)
     try:
         _gradcheck(fn, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, fast_mode)
@@ -324,11 +351,18 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, 
     return True
 
 
-def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, *,
-                  nondet_tol=0.0, check_undefined_grad=True, fast_mode=False):
+def gradgradcheck(fn: Callable[..., Any], inputs: _C.Tensor | Sequence[object], grad_outputs: _C.Tensor | Sequence[_C.Tensor] | None = None,
+                  eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3, raise_exception: bool = True, *,
+                  nondet_tol: float = 0.0, check_undefined_grad: bool = True, fast_mode: bool = False) -> bool:
     """``gradcheck`` of the first derivatives: the gradients of ``fn``'s differentiable outputs
     (weighted by ``grad_outputs``, random in [-1, 1) when not given) with respect to the inputs
-    that require grad, as a function of the inputs and of the grad_outputs."""
+    that require grad, as a function of the inputs and of the grad_outputs.
+
+    >>> import tapegrad as tg
+    >>> x = tg.tensor([0.5, 1.5], dtype=tg.float64, requires_grad=True)
+    >>> tg.autograd.gradgradcheck(lambda t: t.exp() * t, (x,))
+    True
+    """
     inputs = _as_tuple(inputs)
     n = len(inputs)
     diff = [i for i, t in enumerate(inputs) if isinstance(t, _C.Tensor) and t.requires_grad]
@@ -348,5 +382,5 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
         grads = _C._run_grad(outs, [ins[i] for i in diff], list(gos), True, True, True)
         return tuple(g for g in grads if g is not None)
 
-    return gradcheck(first_derivatives, inputs + grad_outputs, eps, atol, rtol, raise_exception,
+    return gradcheck(first_derivatives, (*inputs, *grad_outputs), eps, atol, rtol, raise_exception,
                      nondet_tol=nondet_tol, check_undefined_grad=check_undefined_grad, fast_mode=fast_mode)

@@ -1,5 +1,27 @@
 """Small result types."""
 
-from collections import namedtuple
+from __future__ import annotations
 
-max_result = namedtuple("max", ["values", "indices"])
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from ._tapegrad import Tensor
+
+
+class max_result(NamedTuple):
+    """What ``t.max(dim)`` returns: the largest values along ``dim`` and their indices.
+
+    >>> import tapegrad as tg
+    >>> values, indices = tg.tensor([[1., 5.], [4., 2.]]).max(dim=1)
+    >>> values
+    tensor([5., 4.])
+    >>> indices
+    tensor([1, 0])
+    """
+
+    values: Tensor
+    indices: Tensor
+
+
+# Printed as PyTorch prints its result (``max(values=..., indices=...)``).
+max_result.__name__ = max_result.__qualname__ = "max"

@@ -1,11 +1,24 @@
 """``tapegrad.autograd``: custom functions, ``grad``, ``backward``, anomaly mode, ``gradcheck``,
 ``gradgradcheck``, ``to_dot``."""
 
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Union
+
 from . import _tapegrad as _C
 from ._anomaly import detect_anomaly, is_anomaly_enabled
 from ._dot import to_dot
 from ._function import Function, FunctionCtx, once_differentiable
 from ._gradcheck import GradcheckError, gradcheck, gradgradcheck
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeAlias
+
+    from ._tapegrad import Tensor, _TensorLike
+
+    _Tensors: TypeAlias = Union[Tensor, Sequence[Tensor]]
+    _Grads: TypeAlias = Union[_TensorLike, Sequence[Union[_TensorLike, None]]]
 
 __all__ = [
     "Function", "FunctionCtx", "once_differentiable", "grad", "backward", "detect_anomaly",
@@ -13,14 +26,27 @@ __all__ = [
 ]
 
 
-def _seq(x):
+def _seq(x):  # a tensor or an iterable of them (or None) as a list
     if x is None:
         return None
     return [x] if isinstance(x, _C.Tensor) else list(x)
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
-    """Accumulates the gradients of ``tensors`` into the leaves' ``.grad`` (or into ``inputs``)."""
+def backward(
+    tensors: _Tensors,
+    grad_tensors: _Grads | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: Tensor | Iterable[Tensor] | None = None,
+) -> None:
+    """Accumulates the gradients of ``tensors`` into the leaves' ``.grad`` (or into ``inputs``).
+
+    >>> import tapegrad as tg
+    >>> x = tg.tensor([1., 2.], requires_grad=True)
+    >>> tg.autograd.backward([(x * x).sum()])
+    >>> x.grad
+    tensor([2., 4.])
+    """
     tensors = _seq(tensors)
     grads = _seq(grad_tensors) if grad_tensors is not None else [None] * len(tensors)
     if retain_graph is None:
@@ -28,11 +54,26 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     _C._run_backward(tensors, grads, retain_graph, create_graph, _seq(inputs))
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=None,
-         materialize_grads=False):
+def grad(
+    outputs: _Tensors,
+    inputs: _Tensors,
+    grad_outputs: _Grads | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool | None = None,
+    materialize_grads: bool = False,
+) -> tuple[Tensor | None, ...]:
     """Returns the gradients of ``outputs`` with respect to ``inputs`` as a tuple, without touching
     any ``.grad``. With ``materialize_grads=True``, an input the outputs do not depend on gets zeros
-    instead of None (and ``allow_unused`` is implied)."""
+    instead of None (and ``allow_unused`` is implied).
+
+    >>> import tapegrad as tg
+    >>> x = tg.tensor([1., 2.], requires_grad=True)
+    >>> tg.autograd.grad((x ** 3).sum(), x)
+    (tensor([ 3., 12.]),)
+    >>> x.grad is None
+    True
+    """
     if materialize_grads and allow_unused is False:
         raise ValueError(
             "Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False."

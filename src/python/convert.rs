@@ -397,6 +397,15 @@ fn finish(py: Python<'_>, t: Tensor, requires_grad: bool) -> PyResult<Py<PyTenso
     PyTensor::wrap(py, t)
 }
 
+/// A new tensor holding a copy of `data` (a number, nested lists, a NumPy array or a tensor).
+/// Python floats become float32, ints int64, bools bool; arrays keep their dtype.
+///
+/// >>> import tapegrad as tg
+/// >>> tg.tensor([[1, 2], [3, 4]])
+/// tensor([[1, 2],
+///         [3, 4]])
+/// >>> tg.tensor([1.5], dtype=tg.float64, requires_grad=True)
+/// tensor([1.5000], dtype=tapegrad.float64, requires_grad=True)
 #[pyfunction]
 #[pyo3(signature = (data, dtype=None, requires_grad=false, device=None))]
 fn tensor(
@@ -423,6 +432,13 @@ fn from_numpy(py: Python<'_>, arr: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> 
     PyTensor::wrap(py, tensor_from_numpy(arr)?)
 }
 
+/// A tensor of zeros; the shape as ints or as one sequence (float32 unless `dtype` is given).
+///
+/// >>> import tapegrad as tg
+/// >>> tg.zeros(2, 3).shape
+/// (2, 3)
+/// >>> tg.zeros((2,), dtype=tg.int64)
+/// tensor([0, 0])
 #[pyfunction]
 #[pyo3(signature = (*shape, dtype=None, requires_grad=false, device=None))]
 fn zeros(

@@ -443,6 +443,14 @@ impl PyTensor {
         slf
     }
 
+    /// Accumulates the gradient of this tensor into the `.grad` of the leaves it depends on (or of
+    /// `inputs`); a tensor of more than one element needs `gradient`.
+    ///
+    /// >>> import tapegrad as tg
+    /// >>> x = tg.tensor([1., 2.], requires_grad=True)
+    /// >>> (x * x).sum().backward()
+    /// >>> x.grad
+    /// tensor([2., 4.])
     #[pyo3(signature = (gradient=None, retain_graph=None, create_graph=false, inputs=None))]
     fn backward(
         &self,
