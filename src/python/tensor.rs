@@ -329,7 +329,8 @@ impl PyTensor {
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let _ = copy;
-        let arr = to_numpy(py, &self.inner)?;
+        // `np.asarray(t)` follows `t.numpy()`'s rule, as in PyTorch.
+        let arr = self.numpy(py)?;
         match dtype {
             Some(d) if !d.is_none() => arr.call_method1("astype", (d,)),
             _ => Ok(arr),
