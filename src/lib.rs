@@ -17,6 +17,10 @@
 //! - `python` (feature `python`): the PyO3 bindings.
 
 #![warn(missing_docs)]
+// Every unsafe operation sits in its own `unsafe {}` block, even inside an `unsafe fn`, with a
+// `// SAFETY:` comment saying why it is sound (CI's clippy runs with `-D warnings`).
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod autograd;
 pub mod error;

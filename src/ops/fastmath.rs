@@ -9,6 +9,8 @@
 //! `sigmoid` within 2.3 ulp.
 //! float64 keeps libm.
 
+use std::mem::MaybeUninit;
+
 use rayon::prelude::*;
 
 use super::elementwise::Unary;
@@ -93,24 +95,21 @@ pub(crate) fn unary_f32(op: Unary, src: &[f32]) -> Option<Vec<f32>> {
         Unary::Sigmoid => sigmoid_f32,
         _ => return None,
     };
-    let mut out = Vec::with_capacity(src.len());
-    // SAFETY: f32 has no invalid bit patterns, and every element is written below before the
-    // vector is read.
-    #[allow(clippy::uninit_vec)]
-    unsafe {
-        out.set_len(src.len())
-    };
-    let run = |d: &mut [f32], s: &[f32]| chunk(op, f, d, s);
+    let mut out: Vec<f32> = Vec::with_capacity(src.len());
+    let dst = &mut out.spare_capacity_mut()[..src.len()];
+    let run = |d: &mut [MaybeUninit<f32>], s: &[f32]| chunk(op, f, d, s);
     if src.len() >= PARALLEL {
-        out.par_chunks_mut(CHUNK).zip(src.par_chunks(CHUNK)).for_each(|(d, s)| run(d, s));
+        dst.par_chunks_mut(CHUNK).zip(src.par_chunks(CHUNK)).for_each(|(d, s)| run(d, s));
     } else {
-        run(&mut out, src);
+        run(dst, src);
     }
+    // SAFETY: `chunk` wrote every one of the first `src.len()` slots above.
+    unsafe { out.set_len(src.len()) };
     Some(out)
 }
 
-/// One chunk, in the widest vector code this CPU runs.
-fn chunk(op: Unary, f: fn(f32) -> f32, d: &mut [f32], s: &[f32]) {
+/// One chunk, in the widest vector code this CPU runs; writes every slot of `d`.
+fn chunk(op: Unary, f: fn(f32) -> f32, d: &mut [MaybeUninit<f32>], s: &[f32]) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("fma") {
         // SAFETY: the features were just detected.
@@ -124,29 +123,29 @@ fn chunk(op: Unary, f: fn(f32) -> f32, d: &mut [f32], s: &[f32]) {
         return;
     }
     // Without FMA hardware `mul_add` is a library call: slow, but exact.
-    d.iter_mut().zip(s).for_each(|(d, &x)| *d = f(x));
+    d.iter_mut().zip(s).for_each(|(d, &x)| _ = d.write(f(x)));
 }
 
 /// One loop per function, each with the function inlined, so that each loop vectorizes (and
 /// `mul_add` becomes one FMA instruction).
 #[inline(always)]
-fn loops(op: Unary, d: &mut [f32], s: &[f32]) {
+fn loops(op: Unary, d: &mut [MaybeUninit<f32>], s: &[f32]) {
     match op {
-        Unary::Exp => d.iter_mut().zip(s).for_each(|(d, &x)| *d = exp_f32(x)),
-        Unary::Tanh => d.iter_mut().zip(s).for_each(|(d, &x)| *d = tanh_f32(x)),
-        _ => d.iter_mut().zip(s).for_each(|(d, &x)| *d = sigmoid_f32(x)),
+        Unary::Exp => d.iter_mut().zip(s).for_each(|(d, &x)| _ = d.write(exp_f32(x))),
+        Unary::Tanh => d.iter_mut().zip(s).for_each(|(d, &x)| _ = d.write(tanh_f32(x))),
+        _ => d.iter_mut().zip(s).for_each(|(d, &x)| _ = d.write(sigmoid_f32(x))),
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,avx512dq,fma,avx2")]
-unsafe fn chunk_avx512(op: Unary, d: &mut [f32], s: &[f32]) {
+unsafe fn chunk_avx512(op: Unary, d: &mut [MaybeUninit<f32>], s: &[f32]) {
     loops(op, d, s)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "fma,avx2")]
-unsafe fn chunk_avx2(op: Unary, d: &mut [f32], s: &[f32]) {
+unsafe fn chunk_avx2(op: Unary, d: &mut [MaybeUninit<f32>], s: &[f32]) {
     loops(op, d, s)
 }
 

@@ -229,8 +229,9 @@ pub(crate) fn write_into(dst: &Tensor, values: &Tensor) -> Result<()> {
     })
 }
 
-/// Writes an owned array of the destination's type and shape through its layout.
-pub(crate) fn write_array<T: Element>(dst: &Tensor, src: &ArrayD<T>) -> Result<()> {
+/// Writes an owned array of the destination's type and shape through its layout, which
+/// `write_into` has checked for internal overlap.
+fn write_array<T: Element>(dst: &Tensor, src: &ArrayD<T>) -> Result<()> {
     let l = dst.layout().clone();
     if l.numel() == 0 {
         return Ok(());
@@ -246,11 +247,11 @@ pub(crate) fn write_array<T: Element>(dst: &Tensor, src: &ArrayD<T>) -> Result<(
             return Ok(());
         }
     }
-    // SAFETY: the extent check keeps every index in bounds and the overlap check above rules out
-    // two indices reaching one element; the write guard is held while the view lives.
-    let mut view: ArrayViewMutD<T> = unsafe {
-        ArrayViewMutD::from_shape_ptr(IxDyn(&l.shape).strides(IxDyn(&l.strides)), slice.as_mut_ptr().add(l.offset))
-    };
+    let base = slice.as_mut_ptr().wrapping_add(l.offset);
+    // SAFETY: the extent check keeps every index in bounds and the overlap check in `write_into`
+    // rules out two indices reaching one element; the write guard is held while the view lives.
+    let mut view: ArrayViewMutD<T> =
+        unsafe { ArrayViewMutD::from_shape_ptr(IxDyn(&l.shape).strides(IxDyn(&l.strides)), base) };
     view.assign(src);
     Ok(())
 }

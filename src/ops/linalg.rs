@@ -1,10 +1,14 @@
-//! Matrix products. The kernel is `matrixmultiply` (pure Rust, SIMD with runtime CPU detection,
-//! threaded), called on strided views directly: a transposed operand costs no copy.
+//! Matrix products, called on strided views directly: a transposed operand costs no copy.
 //!
-//! Why not the `gemm` crate: measured on this project's 2-core AVX-512 machine (f32, µs per
-//! multiply, threaded): 64x1000x100 gemm 176 vs matrixmultiply 157; 1000x64x100 138 vs 93;
-//! 256^3 284 vs 208; 256x1024x4096 16,031 vs 14,061; 2048^3 97,962 vs 89,306 (scratch crate,
-//! both in one run).
+//! Kernels: float32 goes to the hand-written AVX-512 SGEMM in `super::gemm` (see NOTE [Why a
+//! hand-written SGEMM] there); float64, and float32 on CPUs without AVX-512 or off x86-64, go to
+//! `matrixmultiply` (pure Rust, SIMD with runtime CPU detection, threaded). Integer products are
+//! a plain loop (`int_gemm_batched`).
+//!
+//! Why `matrixmultiply` and not the `gemm` crate for those: measured on this project's 2-core
+//! AVX-512 machine (f32, µs per multiply, threaded): 64x1000x100 gemm 176 vs matrixmultiply 157;
+//! 1000x64x100 138 vs 93; 256^3 284 vs 208; 256x1024x4096 16,031 vs 14,061; 2048^3 97,962 vs
+//! 89,306 (scratch crate, both in one run).
 
 use crate::autograd::node::{Backward, Node};
 use crate::autograd::record::{record, Save};
@@ -14,59 +18,53 @@ use crate::tensor::element::Float;
 use crate::tensor::layout::{broadcast_shapes, fmt_shape};
 use crate::tensor::Tensor;
 
-/// `c = a @ b` for one row-major m×n block of `c`, with element strides for `a` and `b`.
+/// The operands of one multiply `C = A · B`: an m×k `A` and a k×n `B` with element strides, and a
+/// row-major m×n `C` with row stride `ldc`. Raw pointers, so that `super::gemm` can hand bands of
+/// `C` to other threads.
+#[derive(Clone, Copy)]
+pub(crate) struct Problem<T> {
+    pub(crate) m: usize,
+    pub(crate) k: usize,
+    pub(crate) n: usize,
+    pub(crate) a: *const T,
+    pub(crate) rsa: isize,
+    pub(crate) csa: isize,
+    pub(crate) b: *const T,
+    pub(crate) rsb: isize,
+    pub(crate) csb: isize,
+    pub(crate) c: *mut T,
+    pub(crate) ldc: usize,
+}
+
+/// `C = A · B` for one [`Problem`].
 trait Gemm: Float {
     /// # Safety
-    /// `a` and `b` must be valid for the given shapes and strides; `c` must hold m·n elements.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn gemm(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: *const Self,
-        rsa: isize,
-        csa: isize,
-        b: *const Self,
-        rsb: isize,
-        csb: isize,
-        c: *mut Self,
-    );
+    /// `p.a` and `p.b` must be valid for reads at their shapes and strides, `p.c` for writes of
+    /// `p.m` rows of `p.n` values at stride `p.ldc`, and `p.c` must not overlap `p.a` or `p.b`.
+    unsafe fn gemm(p: Problem<Self>);
 }
 
 impl Gemm for f32 {
-    unsafe fn gemm(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: *const f32,
-        rsa: isize,
-        csa: isize,
-        b: *const f32,
-        rsb: isize,
-        csb: isize,
-        c: *mut f32,
-    ) {
+    unsafe fn gemm(p: Problem<f32>) {
+        // SAFETY: the caller upholds `sgemm`'s contract, which is this function's.
         #[cfg(target_arch = "x86_64")]
-        super::gemm::sgemm(m, k, n, a, rsa, csa, b, rsb, csb, c, n);
+        unsafe {
+            super::gemm::sgemm(p)
+        }
+        // SAFETY: the caller upholds `matrixmultiply::sgemm`'s contract, which is this function's.
         #[cfg(not(target_arch = "x86_64"))]
-        matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, n as isize, 1)
+        unsafe {
+            matrixmultiply::sgemm(p.m, p.k, p.n, 1.0, p.a, p.rsa, p.csa, p.b, p.rsb, p.csb, 0.0, p.c, p.ldc as isize, 1)
+        }
     }
 }
 
 impl Gemm for f64 {
-    unsafe fn gemm(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: *const f64,
-        rsa: isize,
-        csa: isize,
-        b: *const f64,
-        rsb: isize,
-        csb: isize,
-        c: *mut f64,
-    ) {
-        matrixmultiply::dgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, n as isize, 1)
+    unsafe fn gemm(p: Problem<f64>) {
+        // SAFETY: the caller upholds `matrixmultiply::dgemm`'s contract, which is this function's.
+        unsafe {
+            matrixmultiply::dgemm(p.m, p.k, p.n, 1.0, p.a, p.rsa, p.csa, p.b, p.rsb, p.csb, 0.0, p.c, p.ldc as isize, 1)
+        }
     }
 }
 
@@ -93,11 +91,23 @@ fn gemm_batched<T: Gemm>(a: &Tensor, b: &Tensor, batch: usize, m: usize, k: usiz
         let aoff = a.layout().offset + if a3 { i * a.strides()[0] } else { 0 };
         let boff = b.layout().offset + if b3 { i * b.strides()[0] } else { 0 };
         let dst = &mut out[i * m * n..(i + 1) * m * n];
+        let p = Problem {
+            m,
+            k,
+            n,
+            a: sa.as_ptr().wrapping_add(aoff),
+            rsa: ars,
+            csa: acs,
+            b: sb.as_ptr().wrapping_add(boff),
+            rsb: brs,
+            csb: bcs,
+            c: dst.as_mut_ptr(),
+            ldc: n,
+        };
         // SAFETY: offsets and strides come from layouts whose extents were checked against the
-        // storages above; `dst` is a fresh, exclusive m×n row-major block.
-        unsafe {
-            T::gemm(m, k, n, sa.as_ptr().add(aoff), ars, acs, sb.as_ptr().add(boff), brs, bcs, dst.as_mut_ptr());
-        }
+        // storages above (so `a` and `b` are valid for their shapes and strides), and the read
+        // guards keep the storages alive; `dst` is a fresh, exclusive m×n row-major block.
+        unsafe { T::gemm(p) };
     }
     Tensor::from_vec(out, &out_shape(a.ndim(), batch, m, n))
 }

@@ -25,9 +25,10 @@ pub(crate) fn live_wrapper<T: PyClass>(py: Python<'_>, slot: &AtomicUsize) -> Op
     if unsafe { pyo3::ffi::Py_REFCNT(obj) } == 0 {
         return None;
     }
-    // SAFETY: `obj` is a live wrapper of class `T` (only `register` writes the slot, with a `T`); a
-    // new strong reference is taken.
-    Some(unsafe { Bound::from_borrowed_ptr(py, obj).cast_into_unchecked::<T>().unbind() })
+    // SAFETY: `obj` is a live object (above); a new strong reference is taken.
+    let wrapper = unsafe { Bound::from_borrowed_ptr(py, obj) };
+    // SAFETY: only `register` writes the slot, with the address of a `T`.
+    Some(unsafe { wrapper.cast_into_unchecked::<T>() }.unbind())
 }
 
 /// Records `obj` as the live wrapper in `slot`; returns the address to clear in the wrapper's drop.

@@ -419,17 +419,17 @@ impl Tensor {
         if l.numel() > 0 && l.storage_extent() > slice.len() {
             return Err(Error::index("tensor layout reaches past the end of its storage"));
         }
-        // SAFETY: the extent check above keeps every index in bounds; the view is read-only, so
-        // stride-0 (broadcast) aliasing is allowed; the read guard outlives the view.
-        // An empty view gets ndarray's own (all-zero) strides: the layout's strides reach nothing,
-        // but with them `to_owned()` of the view trips ndarray's debug assertion that the strides
-        // fit the (empty) buffer (found by tests/op_gradients.rs: sum of a `[0, 3]` tensor panicked).
-        let view = unsafe {
-            if l.numel() == 0 {
-                ArrayViewD::from_shape_ptr(IxDyn(&l.shape), slice.as_ptr())
-            } else {
-                ArrayViewD::from_shape_ptr(IxDyn(&l.shape).strides(IxDyn(&l.strides)), slice.as_ptr().add(l.offset))
-            }
+        let view = if l.numel() == 0 {
+            // An empty view gets ndarray's own (all-zero) strides: the layout's strides reach
+            // nothing, but with them `to_owned()` of the view would trip ndarray's debug assertion
+            // that the strides fit the (empty) buffer.
+            // SAFETY: the view has no elements, so it reads nothing; the read guard outlives it.
+            unsafe { ArrayViewD::from_shape_ptr(IxDyn(&l.shape), slice.as_ptr()) }
+        } else {
+            let base = slice.as_ptr().wrapping_add(l.offset);
+            // SAFETY: the extent check above keeps every index in bounds; the view is read-only, so
+            // stride-0 (broadcast) aliasing is allowed; the read guard outlives the view.
+            unsafe { ArrayViewD::from_shape_ptr(IxDyn(&l.shape).strides(IxDyn(&l.strides)), base) }
         };
         Ok(f(view))
     }

@@ -12,59 +12,77 @@ pub(super) const MR: usize = 12;
 /// Columns of `C` per micro-kernel call (two zmm vectors of f32).
 pub(super) const NR: usize = 32;
 
-/// `C[..rows, ..cols] (+)= A_panel · B_panel` for one packed 12×kc panel of `A` (k-major: twelve
-/// values per step) and one packed kc×32 panel of `B` (32 values per step). `C` is row-major with
-/// row stride `ldc`; only the `rows × cols` corner is read or written.
+/// One call of the micro-kernel: `C[..rows, ..cols] (+)= A_panel · B_panel`.
+#[derive(Clone, Copy)]
+pub(super) struct Tile {
+    /// Steps of `k`.
+    pub(super) kc: usize,
+    /// The panel of `A`: value `i` of step `p` is at `a[i·ars + p·aks]` (packed: `ars = 1`,
+    /// `aks = MR`; a row-major `A` read in place: `ars` = its row stride, `aks = 1`).
+    pub(super) a: *const f32,
+    pub(super) ars: usize,
+    pub(super) aks: usize,
+    /// The packed kc×32 panel of `B` (32 values per step).
+    pub(super) b: *const f32,
+    /// The corner of row-major `C`, row stride `ldc`; only its `rows × cols` values are touched.
+    pub(super) c: *mut f32,
+    pub(super) ldc: usize,
+    pub(super) rows: usize,
+    pub(super) cols: usize,
+    /// Add to `C` (`true`) or overwrite it.
+    pub(super) accumulate: bool,
+}
+
+/// `C[..rows, ..cols] (+)= A_panel · B_panel` for one panel of `A` (twelve values per step) and
+/// one packed kc×32 panel of `B` (32 values per step). `C` is row-major with row stride `ldc`;
+/// only the `rows × cols` corner is read or written.
 ///
 /// Edge blocks (fewer than 12 rows or 17 columns) run a narrower instance of the same loop, so a
 /// 4-row remainder costs a third of a full block instead of all of it.
 ///
 /// # Safety
-/// The CPU must support AVX-512F; `a` must hold `kc·MR` values, `b` `kc·NR` values, and `c` must be
-/// valid for `rows` rows of `cols` values at stride `ldc`, with no other thread touching them.
-#[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn kernel(
-    kc: usize,
-    a: *const f32,
-    (ars, aks): (usize, usize),
-    b: *const f32,
-    c: *mut f32,
-    ldc: usize,
-    rows: usize,
-    cols: usize,
-    accumulate: bool,
-) {
-    let args = (kc, a, ars, aks, b, c, ldc, rows, cols, accumulate);
-    match (rows.div_ceil(4), cols > 16) {
-        (3, true) => block::<12, 2>(args),
-        (3, false) => block::<12, 1>(args),
-        (2, true) => block::<8, 2>(args),
-        (2, false) => block::<8, 1>(args),
-        (_, true) => block::<4, 2>(args),
-        (_, false) => block::<4, 1>(args),
-    }
+/// The CPU must support AVX-512F; `a` must be valid for the `kc` steps of `MR` values its strides
+/// reach, `b` for `kc·NR` values, and `c` for `rows` rows of `cols` values at stride `ldc`, with no
+/// other thread touching them.
+pub(super) unsafe fn kernel(t: Tile) {
+    let run: unsafe fn(Tile) = match (t.rows.div_ceil(4), t.cols > 16) {
+        (3, true) => block::<12, 2>,
+        (3, false) => block::<12, 1>,
+        (2, true) => block::<8, 2>,
+        (2, false) => block::<8, 1>,
+        (_, true) => block::<4, 2>,
+        (_, false) => block::<4, 1>,
+    };
+    // SAFETY: the caller's contract is `block`'s, and the instance chosen has `R >= rows` (rows
+    // are at most MR = 12) and `16·V >= cols`.
+    unsafe { run(t) }
 }
 
-type Args = (usize, *const f32, usize, usize, *const f32, *mut f32, usize, usize, usize, bool);
-
 /// The loop behind `kernel` for `R` rows (of the 12-row panel) and `V` vectors of 16 columns.
+///
+/// # Safety
+/// As for `kernel`, with `rows <= R` and `cols <= 16·V`.
 #[target_feature(enable = "avx512f")]
-unsafe fn block<const R: usize, const V: usize>((kc, a, ars, aks, b, c, ldc, rows, cols, accumulate): Args) {
+unsafe fn block<const R: usize, const V: usize>(t: Tile) {
+    let Tile { kc, a, ars, aks, b, c, ldc, rows, cols, accumulate } = t;
     let mut acc = [[_mm512_setzero_ps(); V]; R];
     let (mut a, mut b) = (a, b);
     for _ in 0..kc {
         let mut bv = [_mm512_setzero_ps(); V];
         for (v, x) in bv.iter_mut().enumerate() {
-            *x = _mm512_loadu_ps(b.add(16 * v));
+            // SAFETY: `b` points at this step's NR = 32 values of the packed panel and `v < 2`.
+            *x = unsafe { _mm512_loadu_ps(b.add(16 * v)) };
         }
         for (i, row) in acc.iter_mut().enumerate() {
-            let ai = _mm512_set1_ps(*a.add(i * ars));
+            // SAFETY: `i < R <= MR`, and `a` is valid for the `MR` values of this step.
+            let ai = _mm512_set1_ps(unsafe { *a.add(i * ars) });
             for (x, r) in bv.iter().zip(row.iter_mut()) {
                 *r = _mm512_fmadd_ps(ai, *x, *r);
             }
         }
-        a = a.add(aks);
-        b = b.add(NR);
+        // Wrapping: after the last step these point one step past the panels and are not read.
+        a = a.wrapping_add(aks);
+        b = b.wrapping_add(NR);
     }
     let lanes = |n: usize| -> __mmask16 {
         if n >= 16 {
@@ -74,13 +92,16 @@ unsafe fn block<const R: usize, const V: usize>((kc, a, ars, aks, b, c, ldc, row
         }
     };
     for (i, row) in acc.iter().enumerate().take(rows) {
-        let p = c.add(i * ldc);
+        let p = c.wrapping_add(i * ldc);
         for (v, &x) in row.iter().enumerate() {
             // A masked-off lane is neither read nor written (and cannot fault), so the address of
             // the second vector may lie past the row's end when `cols <= 16`.
             let (m, q) = (lanes(cols.saturating_sub(16 * v)), p.wrapping_add(16 * v));
-            let y = if accumulate { _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, q)) } else { x };
-            _mm512_mask_storeu_ps(q, m, y);
+            // SAFETY: row `i < rows` of `C`; the mask `m` keeps the access to its first `cols`
+            // values, which the caller guarantees valid and this thread's alone.
+            let y = if accumulate { _mm512_add_ps(x, unsafe { _mm512_maskz_loadu_ps(m, q) }) } else { x };
+            // SAFETY: as for the load.
+            unsafe { _mm512_mask_storeu_ps(q, m, y) };
         }
     }
 }
