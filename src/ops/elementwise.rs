@@ -167,8 +167,8 @@ impl Binary {
         }
     }
 
-    /// The dtype both operands are computed in. Bools as in PyTorch (was: every bool result became
-    /// int64, and `-` of bools was allowed): `+` is or, `*` is and, `-` and `**` of bools are refused.
+    /// The dtype both operands are computed in. Bools as in PyTorch: `+` is or, `*` is and (the
+    /// result stays bool), `-` and `**` of bools are refused; `/` of integers or bools gives float32.
     fn compute_dtype(self, a: &Tensor, b: &Tensor) -> Result<DType> {
         if self == Binary::Sub && (a.dtype() == DType::Bool || b.dtype() == DType::Bool) {
             return Err(bool_sub_error());
@@ -375,8 +375,9 @@ impl ScalarOp {
         }
     }
 
-    /// As in PyTorch (was: bool results became int64, `-` of bools was allowed, and an integer power
-    /// with a negative exponent or base went to float32).
+    /// The dtype the operation is computed in, as in PyTorch: bool results stay bool, `-` of bools
+    /// is refused, `/` of integers or bools gives float32, an integer tensor to a negative integer
+    /// power is refused (it has no integer result), and so is a bool scalar to a bool tensor's power.
     fn compute_dtype(self, s: Scalar, t: DType) -> Result<DType> {
         if matches!(self, ScalarOp::Sub | ScalarOp::RSub) && (t == DType::Bool || matches!(s, Scalar::Bool(_))) {
             return Err(bool_sub_error());
@@ -580,7 +581,7 @@ impl Tensor {
             return Ok(out);
         }
         if self.dtype() == DType::Bool {
-            // As in PyTorch (was: computed in int64): -, abs and relu of bools are refused, sign stays bool.
+            // As in PyTorch: -, abs and relu of bools are refused, sign stays bool.
             return match op {
                 Unary::Neg => Err(Error::dtype(
                     "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a \
@@ -848,7 +849,7 @@ impl Tensor {
             dt => dispatch_float!(dt, "clamp", T => {
                 let l: T = min.map(|v| v.to_element()).unwrap_or(<T as num_traits::Float>::neg_infinity());
                 let h: T = max.map(|v| v.to_element()).unwrap_or(<T as num_traits::Float>::infinity());
-                // max first, then min: when min > max every element becomes max, as in PyTorch (was: min)
+                // max first, then min: when min > max every element becomes max, as in PyTorch
                 map(self, move |x: T| {
                     let y = if x < l { l } else { x };
                     if y > h {

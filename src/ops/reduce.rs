@@ -55,8 +55,8 @@ fn reduced_shape(shape: &[usize], dims: &[usize], keepdim: bool) -> Vec<usize> {
         .collect()
 }
 
-/// `add` is the element sum: wrapping for int64, as in PyTorch (a plain `+` panicked on overflow in debug
-/// builds; found by tests/no_panic.rs).
+/// `add` is the element sum: wrapping for int64, as in PyTorch (a plain `+` would panic on overflow
+/// in debug builds; tests/no_panic.rs covers it).
 fn sum_kernel<T: Element>(t: &Tensor, dims: &[usize], keepdim: bool, add: fn(T, T) -> T) -> Result<Tensor> {
     let out_shape = reduced_shape(t.shape(), dims, keepdim);
     crate::tensor::create::check_alloc(t.shape(), T::DTYPE)?;
