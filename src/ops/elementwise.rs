@@ -278,7 +278,8 @@ impl Backward for BinaryBackward {
                 let ga = if need(0) {
                     let b = b?;
                     let grad = g.mul(b)?.mul(&a.pow(&b.sub_scalar(1.0)?)?)?;
-                    let zero_pow_zero = b.detach().eq_scalar(0.0)?.logical(&a.detach().eq_scalar(0.0)?, '&')?;
+                    let zero_pow_zero =
+                        b.detach().eq_scalar(0.0)?.logical(&a.detach().eq_scalar(0.0)?, Logical::And)?;
                     Some(grad.where_scalar_other(&zero_pow_zero.logical_not()?, 0.0)?)
                 } else {
                     None
@@ -303,7 +304,7 @@ impl Backward for BinaryBackward {
 /// Where `a == 0` (given as `zero_base`) and `b >= 0`, read off the result: 0^b is 0 or 1 for
 /// b >= 0 and +inf for b < 0.
 fn node_input_nonneg(out: &Tensor, zero_base: &Tensor) -> Result<Tensor> {
-    zero_base.logical(&out.detach().compare_scalar(1.0, Cmp::Le)?, '&')
+    zero_base.logical(&out.detach().compare_scalar(1.0, Cmp::Le)?, Logical::And)
 }
 
 /// `x ** y` on integers, wrapping as PyTorch's integer kernels: by squaring over the whole 64-bit
@@ -490,6 +491,17 @@ impl Backward for ScalarBackward {
         out.resize(slots, None);
         Ok(out)
     }
+}
+
+/// Logical operations of two tensors taken as bools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Logical {
+    /// `&`
+    And,
+    /// `|`
+    Or,
+    /// `^`
+    Xor,
 }
 
 /// Comparisons, giving bool tensors.
@@ -788,13 +800,12 @@ impl Tensor {
     }
 
     /// Logical and / or / xor of two tensors taken as bools.
-    pub fn logical(&self, other: &Tensor, op: char) -> Result<Tensor> {
+    pub fn logical(&self, other: &Tensor, op: Logical) -> Result<Tensor> {
         let (a, b) = (self.to_bool()?, other.to_bool()?);
         match op {
-            '&' => zip(&a, &b, |x: bool, y: bool| x & y),
-            '|' => zip(&a, &b, |x: bool, y: bool| x | y),
-            '^' => zip(&a, &b, |x: bool, y: bool| x ^ y),
-            _ => Err(Error::value(format!("unknown logical operation {op}"))),
+            Logical::And => zip(&a, &b, |x: bool, y: bool| x & y),
+            Logical::Or => zip(&a, &b, |x: bool, y: bool| x | y),
+            Logical::Xor => zip(&a, &b, |x: bool, y: bool| x ^ y),
         }
     }
 

@@ -122,9 +122,9 @@ impl Backward for MaxAllBackward {
         let saved = node.unpack_saved()?;
         let (x, out) = (saved[0].detach(), saved[1].detach());
         // Ties share the gradient evenly, as in PyTorch; a NaN maximum ties with every NaN input.
-        use super::elementwise::Cmp;
-        let both_nan = x.compare(&x, Cmp::Ne)?.logical(&out.compare(&out, Cmp::Ne)?, '&')?;
-        let mask = x.compare(&out, Cmp::Eq)?.logical(&both_nan, '|')?.to_dtype(g.dtype())?;
+        use super::elementwise::{Cmp, Logical};
+        let both_nan = x.compare(&x, Cmp::Ne)?.logical(&out.compare(&out, Cmp::Ne)?, Logical::And)?;
+        let mask = x.compare(&out, Cmp::Eq)?.logical(&both_nan, Logical::Or)?.to_dtype(g.dtype())?;
         let count = mask.sum(None, false)?;
         Ok(vec![Some(mask.div(&count)?.mul(&g)?)])
     }

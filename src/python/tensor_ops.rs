@@ -8,7 +8,7 @@ use pyo3::types::{PyInt, PyTuple};
 
 use super::convert::{operand, shape_args, tensor_arg, Operand};
 use super::tensor::{tensor_list, PyTensor};
-use crate::ops::{Binary, Cmp, ScalarOp};
+use crate::ops::{Binary, Cmp, Logical, ScalarOp};
 use crate::{Result, Tensor};
 
 /// Elements above which a kernel runs with the GIL released.
@@ -257,13 +257,13 @@ impl PyTensor {
         compare(self, py, o, Cmp::Ne)
     }
     fn __and__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.logical(&tensor_arg(o, None)?, '&')?)
+        wrap(py, self.inner.logical(&tensor_arg(o, None)?, Logical::And)?)
     }
     fn __or__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.logical(&tensor_arg(o, None)?, '|')?)
+        wrap(py, self.inner.logical(&tensor_arg(o, None)?, Logical::Or)?)
     }
     fn __xor__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.logical(&tensor_arg(o, None)?, '^')?)
+        wrap(py, self.inner.logical(&tensor_arg(o, None)?, Logical::Xor)?)
     }
     fn __invert__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         wrap(py, self.inner.logical_not()?)
