@@ -16,30 +16,33 @@ pub enum Error {
     /// An index out of range. Python: `IndexError`.
     #[error("{0}")]
     Index(String),
-    /// A dtype the operation does not accept. Python: `TypeError` when the caller passed it,
-    /// `RuntimeError` otherwise; we keep PyTorch's `RuntimeError`.
+    /// A dtype the operation does not accept. Python: `RuntimeError` (as PyTorch raises for most
+    /// dtype refusals).
     #[error("{0}")]
     Dtype(String),
-    /// A wrong argument value (negative size, bad dim...). Python: `ValueError` or `RuntimeError`.
+    /// A wrong argument value (negative size, bad dim...). Python: `RuntimeError`.
     #[error("{0}")]
     Value(String),
     /// Misuse of autograd (in-place on a leaf, backward without a scalar, graph freed...).
+    /// Python: `RuntimeError`.
     #[error("{0}")]
     Autograd(String),
     /// A saved tensor was changed in place after it was saved. See `SavedTensorModified`.
+    /// Python: `tapegrad.SavedTensorModifiedError`, a `RuntimeError` carrying its fields.
     #[error("{0}")]
     SavedTensorModified(Box<SavedTensorModified>),
-    /// A NaN appeared under anomaly mode.
+    /// A NaN appeared under anomaly mode. Python: `RuntimeError`.
     #[error("{0}")]
     Anomaly(String),
-    /// An allocation that cannot be satisfied.
+    /// An allocation that cannot be satisfied. Python: `MemoryError`.
     #[error("{0}")]
     OutOfMemory(String),
-    /// A custom operation's backward returned something malformed.
+    /// A custom operation's backward returned something malformed. Python: `RuntimeError`.
     #[error("{0}")]
     CustomFunction(String),
     /// An error raised by user code outside the crate (a Python exception inside a custom
     /// function). It is carried through the engine untouched so that the caller receives it as it was.
+    /// Python: that exception itself.
     #[error("{message}")]
     External {
         /// A printable summary, for Rust callers.
@@ -47,7 +50,9 @@ pub enum Error {
         /// The original error object (for Python: the `PyErr`).
         payload: ExternalPayload,
     },
-    /// The user interrupted a long computation (Ctrl-C).
+    /// The user interrupted a long computation (Ctrl-C): the engine's periodic interrupt check
+    /// (`engine::set_interrupt_hook`) saw a pending SIGINT. Python: `KeyboardInterrupt`. A Ctrl-C
+    /// that lands inside Python code (a custom function) arrives as `External` instead.
     #[error("interrupted")]
     Interrupted,
 }

@@ -35,10 +35,3 @@ class SavedTensorModifiedError(RuntimeError):
         self.shape = tuple(shape) if shape is not None else None
         self.dtype = dtype
 
-
-GRAPH_FREED = (
-    "Trying to backward through the graph a second time (or directly access saved tensors after "
-    "they have already been freed). Saved intermediate values of the graph are freed when you call "
-    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
-    "graph a second time or if you need to access saved tensors after calling backward."
-)

@@ -4,7 +4,7 @@
 //! *output* keeps only its data and a weak reference to the node that produced it: holding the
 //! output with its `grad_fn` would make the node own itself (PyTorch's `SavedVariable` does the same).
 
-use std::sync::{Arc, Weak};
+use std::sync::Weak;
 
 use super::node::Node;
 use crate::error::{Error, Result, SavedTensorModified};
@@ -49,11 +49,6 @@ impl SavedTensor {
         self.saved_version
     }
 
-    /// True when the data changed since it was saved.
-    pub fn is_stale(&self) -> bool {
-        self.data.version() != self.saved_version
-    }
-
     /// The tensor, after checking that no in-place write changed it since it was saved.
     pub fn unpack(&self, saved_by: &str) -> Result<Tensor> {
         let current = self.data.version();
@@ -80,10 +75,5 @@ impl SavedTensor {
                 Ok(t)
             }
         }
-    }
-
-    /// True when this saves output `nr` of `node`.
-    pub fn is_output_of(&self, node: &Arc<Node>) -> bool {
-        matches!(&self.output_of, Some((w, _)) if std::ptr::eq(w.as_ptr(), Arc::as_ptr(node)))
     }
 }

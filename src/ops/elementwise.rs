@@ -167,8 +167,8 @@ impl Binary {
         }
     }
 
-    /// The dtype both operands are computed in. Bools as in PyTorch (was: every bool result became
-    /// int64, and `-` of bools was allowed): `+` is or, `*` is and, `-` and `**` of bools are refused.
+    /// The dtype both operands are computed in. Bools as in PyTorch: `+` is or, `*` is and (the
+    /// result stays bool), `-` and `**` of bools are refused; `/` of integers or bools gives float32.
     fn compute_dtype(self, a: &Tensor, b: &Tensor) -> Result<DType> {
         if self == Binary::Sub && (a.dtype() == DType::Bool || b.dtype() == DType::Bool) {
             return Err(bool_sub_error());
@@ -278,7 +278,8 @@ impl Backward for BinaryBackward {
                 let ga = if need(0) {
                     let b = b?;
                     let grad = g.mul(b)?.mul(&a.pow(&b.sub_scalar(1.0)?)?)?;
-                    let zero_pow_zero = b.detach().eq_scalar(0.0)?.logical(&a.detach().eq_scalar(0.0)?, '&')?;
+                    let zero_pow_zero =
+                        b.detach().eq_scalar(0.0)?.logical(&a.detach().eq_scalar(0.0)?, Logical::And)?;
                     Some(grad.where_scalar_other(&zero_pow_zero.logical_not()?, 0.0)?)
                 } else {
                     None
@@ -303,7 +304,7 @@ impl Backward for BinaryBackward {
 /// Where `a == 0` (given as `zero_base`) and `b >= 0`, read off the result: 0^b is 0 or 1 for
 /// b >= 0 and +inf for b < 0.
 fn node_input_nonneg(out: &Tensor, zero_base: &Tensor) -> Result<Tensor> {
-    zero_base.logical(&out.detach().compare_scalar(1.0, Cmp::Le)?, '&')
+    zero_base.logical(&out.detach().compare_scalar(1.0, Cmp::Le)?, Logical::And)
 }
 
 /// `x ** y` on integers, wrapping as PyTorch's integer kernels: by squaring over the whole 64-bit
@@ -375,8 +376,9 @@ impl ScalarOp {
         }
     }
 
-    /// As in PyTorch (was: bool results became int64, `-` of bools was allowed, and an integer power
-    /// with a negative exponent or base went to float32).
+    /// The dtype the operation is computed in, as in PyTorch: bool results stay bool, `-` of bools
+    /// is refused, `/` of integers or bools gives float32, an integer tensor to a negative integer
+    /// power is refused (it has no integer result), and so is a bool scalar to a bool tensor's power.
     fn compute_dtype(self, s: Scalar, t: DType) -> Result<DType> {
         if matches!(self, ScalarOp::Sub | ScalarOp::RSub) && (t == DType::Bool || matches!(s, Scalar::Bool(_))) {
             return Err(bool_sub_error());
@@ -491,6 +493,17 @@ impl Backward for ScalarBackward {
     }
 }
 
+/// Logical operations of two tensors taken as bools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Logical {
+    /// `&`
+    And,
+    /// `|`
+    Or,
+    /// `^`
+    Xor,
+}
+
 /// Comparisons, giving bool tensors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cmp {
@@ -580,7 +593,7 @@ impl Tensor {
             return Ok(out);
         }
         if self.dtype() == DType::Bool {
-            // As in PyTorch (was: computed in int64): -, abs and relu of bools are refused, sign stays bool.
+            // As in PyTorch: -, abs and relu of bools are refused, sign stays bool.
             return match op {
                 Unary::Neg => Err(Error::dtype(
                     "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a \
@@ -787,13 +800,12 @@ impl Tensor {
     }
 
     /// Logical and / or / xor of two tensors taken as bools.
-    pub fn logical(&self, other: &Tensor, op: char) -> Result<Tensor> {
+    pub fn logical(&self, other: &Tensor, op: Logical) -> Result<Tensor> {
         let (a, b) = (self.to_bool()?, other.to_bool()?);
         match op {
-            '&' => zip(&a, &b, |x: bool, y: bool| x & y),
-            '|' => zip(&a, &b, |x: bool, y: bool| x | y),
-            '^' => zip(&a, &b, |x: bool, y: bool| x ^ y),
-            _ => Err(Error::value(format!("unknown logical operation {op}"))),
+            Logical::And => zip(&a, &b, |x: bool, y: bool| x & y),
+            Logical::Or => zip(&a, &b, |x: bool, y: bool| x | y),
+            Logical::Xor => zip(&a, &b, |x: bool, y: bool| x ^ y),
         }
     }
 
@@ -848,7 +860,7 @@ impl Tensor {
             dt => dispatch_float!(dt, "clamp", T => {
                 let l: T = min.map(|v| v.to_element()).unwrap_or(<T as num_traits::Float>::neg_infinity());
                 let h: T = max.map(|v| v.to_element()).unwrap_or(<T as num_traits::Float>::infinity());
-                // max first, then min: when min > max every element becomes max, as in PyTorch (was: min)
+                // max first, then min: when min > max every element becomes max, as in PyTorch
                 map(self, move |x: T| {
                     let y = if x < l { l } else { x };
                     if y > h {

@@ -184,8 +184,9 @@ impl Tensor {
             return self.apply_inplace(name, &[other], |s| s.binary(other, op));
         }
         self.check_inplace(name, false)?;
-        // When the shapes do not broadcast at all, the broadcast error names both of them (was: "doesn't
-        // match the broadcast shape []", naming only one).
+        // `other` must broadcast to `self`'s shape. When the two broadcast to a larger shape, the
+        // error names `self`'s shape and that one (as PyTorch); when they do not broadcast at all,
+        // the broadcast error, which names both.
         let other = other.expand(self.shape()).map_err(|_| {
             match crate::tensor::layout::broadcast_shapes(self.shape(), other.shape()) {
                 Ok(b) => Error::shape(format!(

@@ -112,8 +112,8 @@ fn gemm_batched<T: Gemm>(a: &Tensor, b: &Tensor, batch: usize, m: usize, k: usiz
     Tensor::from_vec(out, &out_shape(a.ndim(), batch, m, n))
 }
 
-/// Integer matrix products, which PyTorch allows (was: refused). A plain loop with wrapping
-/// arithmetic, as PyTorch's integer kernels: there is no SIMD kernel for integers here.
+/// Integer matrix products, which PyTorch allows. A plain loop with wrapping arithmetic, as
+/// PyTorch's integer kernels: there is no SIMD kernel for integers here.
 fn int_gemm_batched(a: &Tensor, b: &Tensor, batch: usize, m: usize, k: usize, n: usize) -> Result<Tensor> {
     crate::tensor::create::check_alloc(&[batch, m, n], crate::DType::Int64)?;
     let (a3, b3) = (a.ndim() == 3, b.ndim() == 3);
@@ -276,7 +276,8 @@ impl Tensor {
                 }
                 if db == 2 {
                     // [..., n, k] @ [k, m]: one large multiply over the flattened batch.
-                    // the row count spelled out: -1 beside k = 0 is ambiguous (was: an error for empty inputs)
+                    // The row count is spelled out, not -1: beside k = 0 a -1 is ambiguous and
+                    // reshape refuses it, so an empty input would fail.
                     let rows: usize = self.shape()[..da - 1].iter().product();
                     let flat = self.reshape(&[rows as isize, k as isize])?.mm(other)?;
                     let mut shape: Vec<isize> = self.shape()[..da - 1].iter().map(|&d| d as isize).collect();

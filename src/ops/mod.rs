@@ -13,5 +13,5 @@ pub mod linalg;
 pub mod reduce;
 pub mod shape;
 
-pub use elementwise::{Binary, Cmp, ScalarOp, Unary};
+pub use elementwise::{Binary, Cmp, Logical, ScalarOp, Unary};
 pub use index::IndexItem;

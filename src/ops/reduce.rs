@@ -55,8 +55,8 @@ fn reduced_shape(shape: &[usize], dims: &[usize], keepdim: bool) -> Vec<usize> {
         .collect()
 }
 
-/// `add` is the element sum: wrapping for int64, as in PyTorch (a plain `+` panicked on overflow in debug
-/// builds; found by tests/no_panic.rs).
+/// `add` is the element sum: wrapping for int64, as in PyTorch (a plain `+` would panic on overflow
+/// in debug builds; tests/no_panic.rs covers it).
 fn sum_kernel<T: Element>(t: &Tensor, dims: &[usize], keepdim: bool, add: fn(T, T) -> T) -> Result<Tensor> {
     let out_shape = reduced_shape(t.shape(), dims, keepdim);
     crate::tensor::create::check_alloc(t.shape(), T::DTYPE)?;
@@ -122,9 +122,9 @@ impl Backward for MaxAllBackward {
         let saved = node.unpack_saved()?;
         let (x, out) = (saved[0].detach(), saved[1].detach());
         // Ties share the gradient evenly, as in PyTorch; a NaN maximum ties with every NaN input.
-        use super::elementwise::Cmp;
-        let both_nan = x.compare(&x, Cmp::Ne)?.logical(&out.compare(&out, Cmp::Ne)?, '&')?;
-        let mask = x.compare(&out, Cmp::Eq)?.logical(&both_nan, '|')?.to_dtype(g.dtype())?;
+        use super::elementwise::{Cmp, Logical};
+        let both_nan = x.compare(&x, Cmp::Ne)?.logical(&out.compare(&out, Cmp::Ne)?, Logical::And)?;
+        let mask = x.compare(&out, Cmp::Eq)?.logical(&both_nan, Logical::Or)?.to_dtype(g.dtype())?;
         let count = mask.sum(None, false)?;
         Ok(vec![Some(mask.div(&count)?.mul(&g)?)])
     }

@@ -1,5 +1,10 @@
-//! Shape operations. The view ones (reshape of contiguous data, unsqueeze, squeeze, expand,
-//! transpose, permute, narrow) share storage and so the version counter; the rest copy.
+//! Shape operations. The views (`view`, `unsqueeze`, `squeeze`, `expand`, `transpose`, `permute`,
+//! `narrow`) share storage, and so the version counter, with their input. `view` and `reshape`
+//! follow PyTorch's stride rule (`Layout::view_as`, PyTorch's `computeStride`): a new shape is a
+//! view whenever each new dimension spans evenly strided memory, contiguous or not; where it does
+//! not, `view` fails and `reshape` (and so `flatten`) copies. `contiguous` and `to_dtype` copy
+//! unless there is nothing to change (then they return the tensor itself); `clone_data`,
+//! `clone_tensor`, `cat` and `stack` always copy.
 
 use crate::autograd::node::{Backward, Node};
 use crate::autograd::record::record;
@@ -173,7 +178,8 @@ impl Tensor {
         Ok(self.view_with(layout, "SqueezeBackward", || ShapeBackward::Reshape(input)))
     }
 
-    /// A broadcast view to `shape` (`-1` keeps a dimension).
+    /// A broadcast view to `shape`: size-1 dimensions (and new leading ones) are repeated with
+    /// stride 0. For PyTorch's `-1` ("keep this dimension"), see `expand_signed`.
     pub fn expand(&self, shape: &[usize]) -> Result<Tensor> {
         if shape == self.shape() {
             return Ok(self.same_shape_view("ExpandBackward"));
@@ -254,8 +260,8 @@ impl Tensor {
 
     /// `len` elements from `start` along `dim` (a view).
     pub fn narrow(&self, dim: isize, start: usize, len: usize) -> Result<Tensor> {
-        // `wrap_dim` accepts dim 0 of a 0-dim tensor, which has no size to narrow (indexing
-        // `shape()[0]` panicked; found by tests/no_panic.rs).
+        // `wrap_dim` accepts dim 0 of a 0-dim tensor, which has no size to narrow: refuse it
+        // before indexing `shape()`.
         if self.ndim() == 0 {
             return Err(Error::index("narrow() cannot be applied to a 0-dim tensor."));
         }

@@ -428,7 +428,16 @@ fn user_location() -> Option<String> {
 
 /// Raises KeyboardInterrupt inside long Rust loops when the user pressed Ctrl-C.
 fn check_interrupt() -> Result<()> {
-    Python::attach(|py| py.check_signals()).map_err(|e| -> Error { super::errors::external(e) })
+    Python::attach(|py| {
+        py.check_signals().map_err(|e| {
+            if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                Error::Interrupted
+            } else {
+                // A signal handler of the user's raised something else: carry it as it is.
+                super::errors::external(e)
+            }
+        })
+    })
 }
 
 pub(crate) fn install_hooks() {

@@ -289,7 +289,7 @@ pub(crate) fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) ->
         Tensor::scalar_tensor(s, direct.unwrap_or(s.natural_dtype()))?
     } else {
         let np = py.import("numpy")?;
-        // NumPy scalars keep their dtype too, as in PyTorch (was: np.float64(x) became float32)
+        // NumPy scalars keep their dtype too, as in PyTorch: np.float64(x) gives a float64 tensor.
         let is_array = data.is_instance(&np.getattr("ndarray")?)? || data.is_instance(&np.getattr("generic")?)?;
         let arr = np.call_method1("asarray", (data,))?;
         let kind: String = arr.getattr("dtype")?.getattr("kind")?.extract()?;
@@ -556,7 +556,8 @@ fn eye(
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     check_device(device)?;
-    // Signed so that a negative size is a RuntimeError, as in PyTorch (was: OverflowError).
+    // Signed so that a negative size is a RuntimeError, as in PyTorch, not the OverflowError of
+    // PyO3's conversion to an unsigned integer.
     let size = |v: isize, what: &str| {
         usize::try_from(v)
             .map_err(|_| PyRuntimeError::new_err(format!("{what} must be greater or equal to 0, got {v}")))

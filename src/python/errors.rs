@@ -18,7 +18,8 @@ impl From<Error> for PyErr {
             },
             Error::Index(m) => PyIndexError::new_err(m),
             Error::OutOfMemory(m) => PyMemoryError::new_err(m),
-            Error::Interrupted => pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted"),
+            // No arguments, as the KeyboardInterrupt of Python's default SIGINT handler.
+            Error::Interrupted => pyo3::exceptions::PyKeyboardInterrupt::new_err(()),
             Error::SavedTensorModified(info) => {
                 let message = info.to_string();
                 Python::attach(|py| saved_tensor_error(py, &message, &info).unwrap_or_else(|e| e))

@@ -8,7 +8,7 @@ use pyo3::types::{PyInt, PyTuple};
 
 use super::convert::{operand, shape_args, tensor_arg, Operand};
 use super::tensor::{tensor_list, PyTensor};
-use crate::ops::{Binary, Cmp, ScalarOp};
+use crate::ops::{Binary, Cmp, Logical, ScalarOp};
 use crate::{Result, Tensor};
 
 /// Elements above which a kernel runs with the GIL released.
@@ -27,9 +27,9 @@ fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyAny>> {
     Ok(PyTensor::wrap(py, t)?.into_any())
 }
 
-/// The tensor clamp works on and its bounds. The bounds' Python types count, as in PyTorch (was:
-/// an int64 tensor clamped to 0.5 stayed int64 with the bound rounded): a float bound makes an
-/// integer or bool tensor float32, an int bound makes a bool tensor int64.
+/// The tensor clamp works on and its bounds. The bounds' Python types count, as in PyTorch: a
+/// float bound makes an integer or bool tensor float32 (so clamping int64 to 0.5 does not round
+/// the bound), an int bound makes a bool tensor int64.
 fn clamp_args(
     t: &Tensor,
     min: Option<&Bound<'_, PyAny>>,
@@ -156,7 +156,7 @@ fn dims_arg(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<isize>>> {
         Some(d) if d.is_instance_of::<PyInt>() => Ok(Some(vec![d.extract()?])),
         Some(d) => {
             let dims: Vec<isize> = d.try_iter()?.map(|x| x?.extract::<isize>()).collect::<PyResult<_>>()?;
-            // An empty dim list reduces over every dimension, as in PyTorch (was: no reduction).
+            // An empty dim list reduces over every dimension, as in PyTorch.
             Ok(if dims.is_empty() { None } else { Some(dims) })
         }
     }
@@ -257,13 +257,13 @@ impl PyTensor {
         compare(self, py, o, Cmp::Ne)
     }
     fn __and__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.logical(&tensor_arg(o, None)?, '&')?)
+        wrap(py, self.inner.logical(&tensor_arg(o, None)?, Logical::And)?)
     }
     fn __or__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.logical(&tensor_arg(o, None)?, '|')?)
+        wrap(py, self.inner.logical(&tensor_arg(o, None)?, Logical::Or)?)
     }
     fn __xor__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.logical(&tensor_arg(o, None)?, '^')?)
+        wrap(py, self.inner.logical(&tensor_arg(o, None)?, Logical::Xor)?)
     }
     fn __invert__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         wrap(py, self.inner.logical_not()?)
@@ -422,8 +422,8 @@ impl PyTensor {
         wrap(py, self.inner.expand_as(&super::tensor::expect_tensor(other, "expand_as's argument")?)?)
     }
     fn narrow(&self, py: Python<'_>, dim: isize, start: isize, length: isize) -> PyResult<Py<PyAny>> {
-        // Signed, as in PyTorch: a negative start counts from the end, a negative length is an
-        // error (was: OverflowError "can't convert negative int to unsigned").
+        // Signed, as in PyTorch: a negative start counts from the end, a negative length is a
+        // RuntimeError (not the OverflowError of PyO3's conversion to an unsigned integer).
         let Ok(length) = usize::try_from(length) else {
             return Err(pyo3::exceptions::PyRuntimeError::new_err("narrow(): length must be non-negative."));
         };
@@ -475,7 +475,7 @@ impl PyTensor {
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn argmax(&self, py: Python<'_>, dim: Option<isize>, keepdim: bool) -> PyResult<Py<PyAny>> {
         if self.inner.dtype() == crate::DType::Bool {
-            // as PyTorch (was: the index of the first True)
+            // Refused, as in PyTorch: bools have no argmax.
             return Err(pyo3::exceptions::PyRuntimeError::new_err("argmax(): does not support bool input"));
         }
         wrap(py, self.inner.argmax(dim, keepdim)?)

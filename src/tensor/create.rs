@@ -2,7 +2,6 @@
 
 use super::dtype::{DType, Scalar};
 use super::element::Element;
-use super::layout::numel;
 use super::Tensor;
 use crate::dispatch_all;
 use crate::error::{Error, Result};
@@ -136,10 +135,5 @@ impl Tensor {
             }
             Tensor::from_vec(v, &[n, m])
         })
-    }
-
-    /// Total element count check, exposed for the binding layer.
-    pub fn numel_of(shape: &[usize]) -> usize {
-        numel(shape)
     }
 }
