@@ -186,17 +186,22 @@ impl Tensor {
         self.check_inplace(name, false)?;
         // `other` must broadcast to `self`'s shape. When the two broadcast to a larger shape, the
         // error names `self`'s shape and that one (as PyTorch); when they do not broadcast at all,
-        // the broadcast error, which names both.
-        let other = other.expand(self.shape()).map_err(|_| {
-            match crate::tensor::layout::broadcast_shapes(self.shape(), other.shape()) {
-                Ok(b) => Error::shape(format!(
-                    "{name}: output with shape {} doesn't match the broadcast shape {}",
-                    fmt_shape(self.shape()),
-                    fmt_shape(&b)
-                )),
-                Err(e) => e,
-            }
-        })?;
+        // the broadcast error, which names both. (Same shapes need no view: this is the hot path of
+        // every optimizer step.)
+        let other = if other.shape() == self.shape() {
+            other.clone()
+        } else {
+            other.expand(self.shape()).map_err(|_| {
+                match crate::tensor::layout::broadcast_shapes(self.shape(), other.shape()) {
+                    Ok(b) => Error::shape(format!(
+                        "{name}: output with shape {} doesn't match the broadcast shape {}",
+                        fmt_shape(self.shape()),
+                        fmt_shape(&b)
+                    )),
+                    Err(e) => e,
+                }
+            })?
+        };
         crate::dispatch_float!(self.dtype(), name, T => {
             let cost = if op == Binary::Pow { Cost::Heavy } else { Cost::Cheap };
             let apply = move |d: &mut [T], src: &[T]| match op {
