@@ -82,6 +82,8 @@ from ._tapegrad import (
 )
 
 where = _C.where
+# element-wise math (src/python/tensor_math.rs)
+log1p = _C.log1p
 float = float32
 double = float64
 long = int64
@@ -116,4 +118,6 @@ __all__ = [
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "Function", "FunctionCtx",
     "autograd_function", "custom_gradient", "once_differentiable", "SavedTensorModifiedError",
     "autograd", "detect_anomaly",
+    # element-wise math
+    "log1p",
 ]

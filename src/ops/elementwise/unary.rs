@@ -39,6 +39,8 @@ pub enum Unary {
     Abs,
     /// -1, 0 or 1
     Sign,
+    /// `ln(1 + x)`
+    Log1p,
 }
 
 /// What an int64 input does.
@@ -214,6 +216,9 @@ impl Unary {
                     .ints(i64::signum)
                     .bools(Bools::Same)
             }
+            Unary::Log1p => Entry::float("Log1pBackward", float_kernel!(Heavy, |x| x.ln_1p()), Input, |g, k| {
+                g.div(&k.x()?.add_scalar(1.0)?)
+            }),
         }
     }
 }
@@ -319,5 +324,9 @@ impl Tensor {
     /// -1, 0 or 1
     pub fn sign(&self) -> Result<Tensor> {
         self.unary(Unary::Sign)
+    }
+    /// `ln(1 + x)`, accurate for small `x`
+    pub fn log1p(&self) -> Result<Tensor> {
+        self.unary(Unary::Log1p)
     }
 }
