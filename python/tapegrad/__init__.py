@@ -84,6 +84,39 @@ from ._tapegrad import (
 where = _C.where
 # element-wise math (src/python/tensor_math.rs)
 log1p = _C.log1p
+expm1 = _C.expm1
+log2 = _C.log2
+log10 = _C.log10
+exp2 = _C.exp2
+rsqrt = _C.rsqrt
+square = _C.square
+reciprocal = _C.reciprocal
+sign = _C.sign
+floor = _C.floor
+ceil = _C.ceil
+trunc = _C.trunc
+frac = _C.frac
+tan = _C.tan
+asin = _C.asin
+acos = _C.acos
+atan = _C.atan
+sinh = _C.sinh
+cosh = _C.cosh
+asinh = _C.asinh
+acosh = _C.acosh
+atanh = _C.atanh
+erf = _C.erf
+erfc = _C.erfc
+erfinv = _C.erfinv
+round = _C.round
+silu = _C.silu
+gelu = _C.gelu
+elu = _C.elu
+selu = _C.selu
+leaky_relu = _C.leaky_relu
+hardtanh = _C.hardtanh
+softplus = _C.softplus
+logsigmoid = _C.logsigmoid
 float = float32
 double = float64
 long = int64
@@ -120,4 +153,37 @@ __all__ = [
     "autograd", "detect_anomaly",
     # element-wise math
     "log1p",
+    "expm1",
+    "log2",
+    "log10",
+    "exp2",
+    "rsqrt",
+    "square",
+    "reciprocal",
+    "sign",
+    "floor",
+    "ceil",
+    "trunc",
+    "frac",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "erf",
+    "erfc",
+    "erfinv",
+    "round",
+    "silu",
+    "gelu",
+    "elu",
+    "selu",
+    "leaky_relu",
+    "hardtanh",
+    "softplus",
+    "logsigmoid",
 ]

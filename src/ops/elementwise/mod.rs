@@ -5,6 +5,7 @@
 
 mod binary;
 mod compare;
+mod special;
 mod unary;
 
 pub use binary::{Binary, ScalarOp};

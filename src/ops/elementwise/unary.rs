@@ -3,7 +3,10 @@
 //! backward formula. Adding an operation is a variant of `Unary`, its row in `entry`, and a
 //! method on `Tensor` (see `docs/adding-an-operation.md`).
 
-use super::compare::Cmp;
+use std::f64::consts::{FRAC_1_SQRT_2, FRAC_2_SQRT_PI, LN_10, LN_2, PI};
+
+use super::compare::{Cmp, Logical};
+use super::special::Special;
 use super::zero_like;
 use crate::autograd::node::Node;
 use crate::autograd::record::{record, Save};
@@ -15,7 +18,7 @@ use crate::tensor::dtype::DType;
 use crate::tensor::Tensor;
 
 /// One-input element-wise operations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Unary {
     /// `-x`
     Neg,
@@ -41,6 +44,94 @@ pub enum Unary {
     Sign,
     /// `ln(1 + x)`
     Log1p,
+    /// `e^x - 1`
+    Expm1,
+    /// base-2 logarithm
+    Log2,
+    /// base-10 logarithm
+    Log10,
+    /// `2^x`
+    Exp2,
+    /// `1 / sqrt(x)`
+    Rsqrt,
+    /// `x * x`
+    Square,
+    /// `1 / x`
+    Reciprocal,
+    /// the largest integer not above `x`
+    Floor,
+    /// the smallest integer not below `x`
+    Ceil,
+    /// `x` rounded to `decimals` decimal digits, halves to even
+    Round {
+        /// digits after the point (negative: before it)
+        decimals: i64,
+    },
+    /// `x` rounded toward zero
+    Trunc,
+    /// `x - trunc(x)`
+    Frac,
+    /// tangent
+    Tan,
+    /// arcsine
+    Asin,
+    /// arccosine
+    Acos,
+    /// arctangent
+    Atan,
+    /// hyperbolic sine
+    Sinh,
+    /// hyperbolic cosine
+    Cosh,
+    /// inverse hyperbolic sine
+    Asinh,
+    /// inverse hyperbolic cosine
+    Acosh,
+    /// inverse hyperbolic tangent
+    Atanh,
+    /// the error function
+    Erf,
+    /// `1 - erf(x)`
+    Erfc,
+    /// the inverse of `erf`
+    Erfinv,
+    /// `x * sigmoid(x)`
+    Silu,
+    /// `x * Φ(x)` (Φ the standard normal distribution function), or its tanh approximation
+    Gelu {
+        /// the tanh approximation
+        tanh: bool,
+    },
+    /// `scale * x` for `x > 0`, else `scale * alpha * (e^(input_scale * x) - 1)` (elu, selu)
+    Elu {
+        /// the negative branch's factor
+        alpha: f64,
+        /// the factor of both branches
+        scale: f64,
+        /// the factor of `x` in the exponent
+        input_scale: f64,
+    },
+    /// `x` for `x > 0`, else `negative_slope * x`
+    LeakyRelu {
+        /// the negative branch's slope
+        negative_slope: f64,
+    },
+    /// `x` clamped to `[min, max]`; the gradient is 0 outside `(min, max)`
+    Hardtanh {
+        /// lower bound
+        min: f64,
+        /// upper bound
+        max: f64,
+    },
+    /// `ln(1 + e^(beta x)) / beta`, and `x` where `beta x > threshold`
+    Softplus {
+        /// the sharpness
+        beta: f64,
+        /// above this `beta x`, the result is `x`
+        threshold: f64,
+    },
+    /// `ln(sigmoid(x))`
+    LogSigmoid,
 }
 
 /// What an int64 input does.
@@ -49,16 +140,20 @@ pub(crate) enum Ints {
     ToFloat,
     /// It maps to int64 with this function (`abs`, `neg`).
     Exact(Box<dyn Fn(i64) -> i64 + Send + Sync>),
+    /// It is refused with this message (the activations, `frac`).
+    Refused(String),
 }
 
 /// What a bool input does.
 pub(crate) enum Bools {
     /// It is computed as float32.
     ToFloat,
+    /// It is computed as int64 (`square`).
+    ToInt,
     /// The result is a copy of it (`sign`).
     Same,
     /// It is refused with this message.
-    Refused(&'static str),
+    Refused(String),
 }
 
 /// What the backward formula keeps of the forward.
@@ -162,7 +257,26 @@ impl Entry {
     fn bools(self, bools: Bools) -> Entry {
         Entry { bools, ..self }
     }
+
+    /// Bool inputs are refused with this message.
+    fn no_bools(self, message: &str) -> Entry {
+        self.bools(Bools::Refused(message.to_string()))
+    }
+
+    /// Integer and bool inputs are refused, in PyTorch's words, naming its kernel `kernel`.
+    fn no_ints(self, kernel: &str) -> Entry {
+        let ints = Ints::Refused(format!("\"{kernel}\" not implemented for 'Long'"));
+        Entry { ints, ..self.no_bools(&format!("\"{kernel}\" not implemented for 'Bool'")) }
+    }
 }
+
+/// `sqrt(2 / pi)` and the cubic coefficient of gelu's tanh approximation.
+const GELU_K: f64 = 0.797_884_560_802_865_4;
+const GELU_C: f64 = 0.044_715;
+
+/// selu's constants (Klambauer et al., 2017).
+const SELU_ALPHA: f64 = 1.673_263_242_354_377_3;
+const SELU_SCALE: f64 = 1.050_700_987_355_480_5;
 
 const NEG_BOOL: &str = "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert \
                         a mask, use the `~` or `logical_not()` operator instead.";
@@ -174,7 +288,7 @@ impl Unary {
         match self {
             Unary::Neg => Entry::float("NegBackward", float_kernel!(Cheap, |x| -x), Nothing, |g, _| g.neg())
                 .ints(i64::wrapping_neg)
-                .bools(Bools::Refused(NEG_BOOL)),
+                .no_bools(NEG_BOOL),
             Unary::Exp => Entry::float("ExpBackward", float_kernel!(Heavy, |x| x.exp()), Output, |g, k| g.mul(k.y()?)),
             Unary::Log => Entry::float("LogBackward", float_kernel!(Heavy, |x| x.ln()), Input, |g, k| g.div(k.x()?)),
             Unary::Sqrt => Entry::float("SqrtBackward", float_kernel!(Cheap, |x| x.sqrt()), Output, |g, k| {
@@ -205,22 +319,243 @@ impl Unary {
                 |g, k| Tensor::where_(&k.y()?.detach().compare_scalar(0.0, Cmp::Le)?, &zero_like(g)?, g),
             )
             .ints(|x| x.max(0))
-            .bools(Bools::Refused("Boolean inputs not supported for relu")),
+            .no_bools("Boolean inputs not supported for relu"),
             Unary::Abs => Entry::float("AbsBackward", float_kernel!(Cheap, |x| x.abs()), Input, |g, k| {
                 g.mul(&k.x()?.detach().sign()?)
             })
             .ints(i64::wrapping_abs)
-            .bools(Bools::Refused("abs is not implemented for bool tensors")),
-            Unary::Sign => {
-                Entry::float("SignBackward", float_kernel!(Cheap, |x| sign(x)), Nothing, |g, _| g.mul_scalar(0.0))
-                    .ints(i64::signum)
-                    .bools(Bools::Same)
-            }
+            .no_bools("abs is not implemented for bool tensors"),
+            Unary::Sign => Entry::float("SignBackward", float_kernel!(Cheap, |x| sign(x)), Nothing, |g, _| zeros(g))
+                .ints(i64::signum)
+                .bools(Bools::Same),
             Unary::Log1p => Entry::float("Log1pBackward", float_kernel!(Heavy, |x| x.ln_1p()), Input, |g, k| {
                 g.div(&k.x()?.add_scalar(1.0)?)
             }),
+            Unary::Expm1 => Entry::float("Expm1Backward", float_kernel!(Heavy, |x| x.exp_m1()), Output, |g, k| {
+                g.mul(&k.y()?.add_scalar(1.0)?)
+            }),
+            Unary::Log2 => Entry::float("Log2Backward", float_kernel!(Heavy, |x| x.log2()), Input, |g, k| {
+                g.div(&k.x()?.mul_scalar(LN_2)?)
+            }),
+            Unary::Log10 => Entry::float("Log10Backward", float_kernel!(Heavy, |x| x.log10()), Input, |g, k| {
+                g.div(&k.x()?.mul_scalar(LN_10)?)
+            }),
+            Unary::Exp2 => Entry::float("Exp2Backward", float_kernel!(Heavy, |x| x.exp2()), Output, |g, k| {
+                g.mul(&k.y()?.mul_scalar(LN_2)?)
+            }),
+            Unary::Rsqrt => {
+                Entry::float("RsqrtBackward", float_kernel!(Cheap, |x| x.sqrt().recip()), Output, |g, k| {
+                    g.mul(&k.y()?.pow_scalar(3.0)?.mul_scalar(-0.5)?)
+                })
+            }
+            // PyTorch computes `square` as `pow(x, 2)`, hence the node's name; bools square as int64.
+            Unary::Square => Entry::float("PowBackward", float_kernel!(Cheap, |x| x * x), Input, |g, k| {
+                g.mul(&k.x()?.mul_scalar(2.0)?)
+            })
+            .ints(|x| x.wrapping_mul(x))
+            .bools(Bools::ToInt),
+            Unary::Reciprocal => {
+                Entry::float("ReciprocalBackward", float_kernel!(Cheap, |x| x.recip()), Output, |g, k| {
+                    let y = k.y()?;
+                    g.mul(&y.mul(y)?)?.neg()
+                })
+            }
+            // Rounding is flat almost everywhere: the gradient is 0, as in PyTorch. Integers are
+            // already rounded; bools are refused.
+            Unary::Floor => {
+                Entry::float("FloorBackward", float_kernel!(Cheap, |x| x.floor()), Nothing, |g, _| zeros(g))
+                    .ints(|x| x)
+                    .no_bools("\"floor\" not implemented for 'Bool'")
+            }
+            Unary::Ceil => Entry::float("CeilBackward", float_kernel!(Cheap, |x| x.ceil()), Nothing, |g, _| zeros(g))
+                .ints(|x| x)
+                .no_bools("\"ceil\" not implemented for 'Bool'"),
+            Unary::Trunc => {
+                Entry::float("TruncBackward", float_kernel!(Cheap, |x| x.trunc()), Nothing, |g, _| zeros(g))
+                    .ints(|x| x)
+                    .no_bools("\"trunc\" not implemented for 'Bool'")
+            }
+            // As PyTorch: scaled by 10^|decimals| in the tensor's own dtype, rounded half to even.
+            Unary::Round { decimals } => {
+                let scale = 10f64.powi(decimals.unsigned_abs().min(400) as i32);
+                let row = Entry::float(
+                    "RoundBackward",
+                    float_kernel!(Cheap, |x| match decimals {
+                        0 => x.round_ties_even(),
+                        d if d > 0 => (x * scale as T).round_ties_even() / scale as T,
+                        _ => (x / scale as T).round_ties_even() * scale as T,
+                    }),
+                    Nothing,
+                    |g, _| zeros(g),
+                )
+                .no_bools("\"round\" not implemented for 'Bool'");
+                if decimals == 0 {
+                    row.ints(|x| x)
+                } else {
+                    Entry { ints: Ints::Refused("\"round_cpu\" not implemented for 'Long'".into()), ..row }
+                }
+            }
+            Unary::Frac => {
+                Entry::float("FracBackward", float_kernel!(Cheap, |x| x - x.trunc()), Nothing, |g, _| Ok(g.clone()))
+                    .no_ints("frac_cpu")
+            }
+            Unary::Tan => Entry::float("TanBackward", float_kernel!(Heavy, |x| x.tan()), Output, |g, k| {
+                let y = k.y()?;
+                g.mul(&y.mul(y)?.add_scalar(1.0)?)
+            }),
+            Unary::Asin => Entry::float("AsinBackward", float_kernel!(Heavy, |x| x.asin()), Input, |g, k| {
+                g.mul(&k.x()?.square()?.rsub_scalar(1.0)?.rsqrt()?)
+            }),
+            Unary::Acos => Entry::float("AcosBackward", float_kernel!(Heavy, |x| x.acos()), Input, |g, k| {
+                g.mul(&k.x()?.square()?.rsub_scalar(1.0)?.rsqrt()?)?.neg()
+            }),
+            Unary::Atan => Entry::float("AtanBackward", float_kernel!(Heavy, |x| x.atan()), Input, |g, k| {
+                g.div(&k.x()?.square()?.add_scalar(1.0)?)
+            }),
+            Unary::Sinh => {
+                Entry::float("SinhBackward", float_kernel!(Heavy, |x| x.sinh()), Input, |g, k| g.mul(&k.x()?.cosh()?))
+            }
+            Unary::Cosh => {
+                Entry::float("CoshBackward", float_kernel!(Heavy, |x| x.cosh()), Input, |g, k| g.mul(&k.x()?.sinh()?))
+            }
+            Unary::Asinh => Entry::float("AsinhBackward", float_kernel!(Heavy, |x| x.asinh()), Input, |g, k| {
+                g.mul(&k.x()?.square()?.add_scalar(1.0)?.rsqrt()?)
+            }),
+            Unary::Acosh => Entry::float("AcoshBackward", float_kernel!(Heavy, |x| x.acosh()), Input, |g, k| {
+                g.mul(&k.x()?.square()?.sub_scalar(1.0)?.rsqrt()?)
+            }),
+            Unary::Atanh => Entry::float("AtanhBackward", float_kernel!(Heavy, |x| x.atanh()), Input, |g, k| {
+                g.div(&k.x()?.square()?.rsub_scalar(1.0)?)
+            }),
+            Unary::Erf => Entry::float("ErfBackward", float_kernel!(Heavy, |x| Special::erf(x)), Input, |g, k| {
+                g.mul(&gaussian(k.x()?, FRAC_2_SQRT_PI)?)
+            }),
+            Unary::Erfc => Entry::float("ErfcBackward", float_kernel!(Heavy, |x| Special::erfc(x)), Input, |g, k| {
+                g.mul(&gaussian(k.x()?, -FRAC_2_SQRT_PI)?)
+            }),
+            // d/dx erfinv(x) = sqrt(pi)/2 e^(erfinv(x)^2): infinite at ±1, where erfinv is.
+            Unary::Erfinv => {
+                Entry::float("ErfinvBackward", float_kernel!(Heavy, |x| Special::erfinv(x)), Output, |g, k| {
+                    g.mul(&k.y()?.square()?.exp()?.mul_scalar(PI.sqrt() / 2.0)?)
+                })
+            }
+            Unary::Silu => {
+                Entry::float("SiluBackward", float_kernel!(Heavy, |x| x / (1.0 + (-x).exp())), Input, |g, k| {
+                    let x = k.x()?;
+                    let s = x.sigmoid()?;
+                    g.mul(&s.mul(&x.mul(&s.rsub_scalar(1.0)?)?.add_scalar(1.0)?)?)
+                })
+                .no_ints("silu_cpu")
+            }
+            Unary::Gelu { tanh: false } => Entry::float(
+                "GeluBackward",
+                float_kernel!(Heavy, |x| 0.5 * x * (1.0 + Special::erf(x * FRAC_1_SQRT_2 as T))),
+                Input,
+                |g, k| {
+                    let x = k.x()?;
+                    let cdf = x.mul_scalar(FRAC_1_SQRT_2)?.erf()?.add_scalar(1.0)?.mul_scalar(0.5)?;
+                    let pdf = gaussian(&x.mul_scalar(FRAC_1_SQRT_2)?, 1.0 / (2.0 * PI).sqrt())?;
+                    g.mul(&cdf.add(&x.mul(&pdf)?)?)
+                },
+            )
+            .no_ints("GeluKernelImpl"),
+            Unary::Gelu { tanh: true } => Entry::float(
+                "GeluBackward",
+                float_kernel!(Heavy, |x| {
+                    let inner = (GELU_K as T) * (x + (GELU_C as T) * x * x * x);
+                    0.5 * x * (1.0 + inner.tanh())
+                }),
+                Input,
+                |g, k| {
+                    let x = k.x()?;
+                    let x2 = x.square()?;
+                    let t = x.mul(&x2.mul_scalar(GELU_C)?.add_scalar(1.0)?)?.mul_scalar(GELU_K)?.tanh()?;
+                    let left = t.add_scalar(1.0)?.mul_scalar(0.5)?;
+                    let right = x
+                        .mul(&t.square()?.rsub_scalar(1.0)?)?
+                        .mul(&x2.mul_scalar(3.0 * GELU_C)?.add_scalar(1.0)?)?
+                        .mul_scalar(0.5 * GELU_K)?;
+                    g.mul(&left.add(&right)?)
+                },
+            )
+            .no_ints("GeluKernelImpl"),
+            // The negative branch includes 0, as in PyTorch (the gradient at 0 is alpha * scale).
+            Unary::Elu { alpha, scale, input_scale } => Entry::float(
+                "EluBackward",
+                float_kernel!(Heavy, |x| if x > 0.0 {
+                    x * scale as T
+                } else {
+                    (x * input_scale as T).exp_m1() * (alpha * scale) as T
+                }),
+                Input,
+                move |g, k| {
+                    let x = k.x()?;
+                    let negative = x.mul_scalar(input_scale)?.exp()?.mul_scalar(input_scale * alpha * scale)?;
+                    Tensor::where_(&x.detach().gt_scalar(0.0)?, &g.mul_scalar(scale)?, &g.mul(&negative)?)
+                },
+            )
+            .no_ints("elu_cpu"),
+            Unary::LeakyRelu { negative_slope: s } => Entry::float(
+                "LeakyReluBackward",
+                float_kernel!(Cheap, |x| if x > 0.0 { x } else { x * s as T }),
+                Input,
+                move |g, k| Tensor::where_(&k.x()?.detach().gt_scalar(0.0)?, g, &g.mul_scalar(s)?),
+            )
+            .no_ints("leaky_relu_cpu"),
+            // The gradient is 0 on and outside the bounds, as in PyTorch.
+            Unary::Hardtanh { min, max } => Entry::float(
+                "HardtanhBackward",
+                float_kernel!(Cheap, |x| if x < min as T {
+                    min as T
+                } else if x > max as T {
+                    max as T
+                } else {
+                    x
+                }),
+                Input,
+                move |g, k| {
+                    let x = k.x()?.detach();
+                    let outside =
+                        x.compare_scalar(min, Cmp::Le)?.logical(&x.compare_scalar(max, Cmp::Ge)?, Logical::Or)?;
+                    Tensor::where_(&outside, &zero_like(g)?, g)
+                },
+            )
+            .ints(move |x| x.max(min as i64).min(max as i64))
+            .no_bools("Bool inputs not supported for hardtanh"),
+            Unary::Softplus { beta, threshold } => Entry::float(
+                "SoftplusBackward",
+                float_kernel!(Heavy, |x| if x * beta as T > threshold as T {
+                    x
+                } else {
+                    (x * beta as T).exp().ln_1p() / beta as T
+                }),
+                Input,
+                move |g, k| {
+                    let bx = k.x()?.mul_scalar(beta)?;
+                    Tensor::where_(&bx.detach().gt_scalar(threshold)?, g, &g.mul(&bx.sigmoid()?)?)
+                },
+            )
+            .no_ints("softplus_cpu"),
+            // min(x, 0) - ln(1 + e^-|x|): no overflow on either side.
+            Unary::LogSigmoid => Entry::float(
+                "LogSigmoidBackward",
+                float_kernel!(Heavy, |x| x.min(0.0) - (-x.abs()).exp().ln_1p()),
+                Input,
+                |g, k| g.mul(&k.x()?.neg()?.sigmoid()?),
+            )
+            .no_ints("log_sigmoid_cpu"),
         }
     }
+}
+
+/// A zero gradient of `g`'s shape and dtype (the derivative of a step function).
+fn zeros(g: &Tensor) -> Result<Tensor> {
+    Tensor::zeros(g.shape(), g.dtype())
+}
+
+/// `c e^(-x^2)`: the derivative of `erf` when `c = 2/sqrt(pi)`.
+fn gaussian(x: &Tensor, c: f64) -> Result<Tensor> {
+    x.square()?.neg()?.exp()?.mul_scalar(c)
 }
 
 /// -1, 0 or 1 (0 for ±0 and NaN, as in PyTorch).
@@ -250,12 +585,14 @@ impl Tensor {
     pub fn unary(&self, op: Unary) -> Result<Tensor> {
         let row = op.entry();
         match self.dtype() {
-            DType::Int64 => match &row.ints {
+            DType::Int64 => match row.ints {
                 Ints::Exact(f) => map(self, |x: i64| f(x)),
                 Ints::ToFloat => self.to_dtype(DType::Float32)?.unary(op),
+                Ints::Refused(message) => Err(Error::dtype(message)),
             },
             DType::Bool => match row.bools {
                 Bools::ToFloat => self.to_dtype(DType::Float32)?.unary(op),
+                Bools::ToInt => self.to_dtype(DType::Int64)?.unary(op),
                 Bools::Same => self.detach().clone_data(),
                 Bools::Refused(message) => Err(Error::dtype(message)),
             },
@@ -328,5 +665,133 @@ impl Tensor {
     /// `ln(1 + x)`, accurate for small `x`
     pub fn log1p(&self) -> Result<Tensor> {
         self.unary(Unary::Log1p)
+    }
+    /// `e^x - 1`, accurate for small `x`
+    pub fn expm1(&self) -> Result<Tensor> {
+        self.unary(Unary::Expm1)
+    }
+    /// base-2 logarithm
+    pub fn log2(&self) -> Result<Tensor> {
+        self.unary(Unary::Log2)
+    }
+    /// base-10 logarithm
+    pub fn log10(&self) -> Result<Tensor> {
+        self.unary(Unary::Log10)
+    }
+    /// `2^x`
+    pub fn exp2(&self) -> Result<Tensor> {
+        self.unary(Unary::Exp2)
+    }
+    /// `1 / sqrt(x)`
+    pub fn rsqrt(&self) -> Result<Tensor> {
+        self.unary(Unary::Rsqrt)
+    }
+    /// `x * x` (integers stay integers)
+    pub fn square(&self) -> Result<Tensor> {
+        self.unary(Unary::Square)
+    }
+    /// `1 / x`
+    pub fn reciprocal(&self) -> Result<Tensor> {
+        self.unary(Unary::Reciprocal)
+    }
+    /// rounded down
+    pub fn floor(&self) -> Result<Tensor> {
+        self.unary(Unary::Floor)
+    }
+    /// rounded up
+    pub fn ceil(&self) -> Result<Tensor> {
+        self.unary(Unary::Ceil)
+    }
+    /// rounded to `decimals` digits after the point, halves to even
+    pub fn round(&self, decimals: i64) -> Result<Tensor> {
+        self.unary(Unary::Round { decimals })
+    }
+    /// rounded toward zero
+    pub fn trunc(&self) -> Result<Tensor> {
+        self.unary(Unary::Trunc)
+    }
+    /// `x - trunc(x)`
+    pub fn frac(&self) -> Result<Tensor> {
+        self.unary(Unary::Frac)
+    }
+    /// tangent
+    pub fn tan(&self) -> Result<Tensor> {
+        self.unary(Unary::Tan)
+    }
+    /// arcsine
+    pub fn asin(&self) -> Result<Tensor> {
+        self.unary(Unary::Asin)
+    }
+    /// arccosine
+    pub fn acos(&self) -> Result<Tensor> {
+        self.unary(Unary::Acos)
+    }
+    /// arctangent
+    pub fn atan(&self) -> Result<Tensor> {
+        self.unary(Unary::Atan)
+    }
+    /// hyperbolic sine
+    pub fn sinh(&self) -> Result<Tensor> {
+        self.unary(Unary::Sinh)
+    }
+    /// hyperbolic cosine
+    pub fn cosh(&self) -> Result<Tensor> {
+        self.unary(Unary::Cosh)
+    }
+    /// inverse hyperbolic sine
+    pub fn asinh(&self) -> Result<Tensor> {
+        self.unary(Unary::Asinh)
+    }
+    /// inverse hyperbolic cosine
+    pub fn acosh(&self) -> Result<Tensor> {
+        self.unary(Unary::Acosh)
+    }
+    /// inverse hyperbolic tangent
+    pub fn atanh(&self) -> Result<Tensor> {
+        self.unary(Unary::Atanh)
+    }
+    /// the error function
+    pub fn erf(&self) -> Result<Tensor> {
+        self.unary(Unary::Erf)
+    }
+    /// `1 - erf(x)`, accurate where `erf(x)` is near 1
+    pub fn erfc(&self) -> Result<Tensor> {
+        self.unary(Unary::Erfc)
+    }
+    /// the inverse error function (±inf at ±1)
+    pub fn erfinv(&self) -> Result<Tensor> {
+        self.unary(Unary::Erfinv)
+    }
+    /// `x * sigmoid(x)`
+    pub fn silu(&self) -> Result<Tensor> {
+        self.unary(Unary::Silu)
+    }
+    /// `x * Φ(x)`, or with `tanh` its tanh approximation
+    pub fn gelu(&self, tanh: bool) -> Result<Tensor> {
+        self.unary(Unary::Gelu { tanh })
+    }
+    /// `x` for `x > 0`, else `alpha (e^x - 1)`
+    pub fn elu(&self, alpha: f64) -> Result<Tensor> {
+        self.unary(Unary::Elu { alpha, scale: 1.0, input_scale: 1.0 })
+    }
+    /// `elu` with the self-normalizing constants
+    pub fn selu(&self) -> Result<Tensor> {
+        self.unary(Unary::Elu { alpha: SELU_ALPHA, scale: SELU_SCALE, input_scale: 1.0 })
+    }
+    /// `x` for `x > 0`, else `negative_slope * x`
+    pub fn leaky_relu(&self, negative_slope: f64) -> Result<Tensor> {
+        self.unary(Unary::LeakyRelu { negative_slope })
+    }
+    /// `x` clamped to `[min, max]`
+    pub fn hardtanh(&self, min: f64, max: f64) -> Result<Tensor> {
+        self.unary(Unary::Hardtanh { min, max })
+    }
+    /// `ln(1 + e^(beta x)) / beta`, and `x` where `beta x > threshold`
+    pub fn softplus(&self, beta: f64, threshold: f64) -> Result<Tensor> {
+        self.unary(Unary::Softplus { beta, threshold })
+    }
+    /// `ln(sigmoid(x))`
+    pub fn logsigmoid(&self) -> Result<Tensor> {
+        self.unary(Unary::LogSigmoid)
     }
 }
