@@ -251,17 +251,6 @@ def test_functions_take_tensors_only():
         tg.log1p([1.0, 2.0])
 
 
-NATIVE_DOCS = sorted({_name(k) for k in UNARY})
-
-
-@pytest.mark.parametrize("name", NATIVE_DOCS)
-def test_native_docstring_examples_run(name):
-    fn = getattr(tg, name)
-    test = doctest.DocTestParser().get_doctest(fn.__doc__ or "", {}, name, None, 0)
-    assert test.examples, f"tg.{name} needs a docstring with a >>> example"
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    runner.run(test)
-    assert runner.failures == 0, f"an example of tg.{name} failed (output above)"
 
 
 # Gradients where the derivative jumps or blows up: PyTorch's conventions, as closed forms.
@@ -340,3 +329,274 @@ def test_round_with_decimals_rounds_half_to_even_in_the_tensors_dtype():
     assert tg.round(tg.tensor([2.675], dtype=tg.float64), decimals=2).item() == 2.68
     assert tg.round(tg.tensor([0.125, 0.135], dtype=tg.float64), decimals=2).tolist() == [0.12, 0.14]
     assert tg.tensor([1, 2]).round().tolist() == [1, 2]
+
+
+# ---------------------------------------------------------------------------------------------
+# Two-input functions: one row each, (NumPy oracle, interval of a, interval of b).
+
+BINARY = {
+    "maximum": (np.maximum, (-3, 3), (-3, 3)),
+    "minimum": (np.minimum, (-3, 3), (-3, 3)),
+    "fmax": (np.fmax, (-3, 3), (-3, 3)),
+    "fmin": (np.fmin, (-3, 3), (-3, 3)),
+    "fmod": (np.fmod, (-5, 5), (0.5, 2)),
+    "remainder": (np.remainder, (-5, 5), (-2, -0.5)),
+    "floor_divide": (np.floor_divide, (-5, 5), (0.5, 2)),
+    "atan2": (np.arctan2, (-3, 3), (-3, 3)),
+}
+DIFFERENTIABLE = sorted(set(BINARY) - {"floor_divide"})
+
+
+def _pair(name, n=30):
+    _, (alo, ahi), (blo, bhi) = BINARY[name]
+    return RNG.uniform(alo, ahi, n), RNG.uniform(blo, bhi, n)
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_binary_values(name, dtype):
+    a, b = (v.astype(dtype) for v in _pair(name))
+    got = getattr(tg, name)(tg.tensor(a), tg.tensor(b))
+    assert got.dtype == getattr(tg, dtype)
+    want = BINARY[name][0](a.astype(np.float64), b.astype(np.float64))
+    tol = dict(rtol=1e-12, atol=1e-12) if dtype == "float64" else dict(rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(got.numpy(), want, **tol)
+    np.testing.assert_array_equal(getattr(tg.tensor(a), name)(tg.tensor(b)).numpy(), got.numpy())
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_broadcasts(name):
+    a, b = RNG.uniform(1, 3, (3, 1)), RNG.uniform(0.5, 2, (4,))
+    got = getattr(tg, name)(tg.tensor(a), tg.tensor(b))
+    np.testing.assert_allclose(got.numpy(), BINARY[name][0](a, b), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", DIFFERENTIABLE)
+def test_binary_gradients_against_central_differences(name):
+    f = BINARY[name][0]
+    a, b = _pair(name)
+    w = RNG.uniform(-1, 1, a.shape)
+    at, bt = tg.tensor(a, requires_grad=True), tg.tensor(b, requires_grad=True)
+    (getattr(tg, name)(at, bt) * tg.tensor(w)).sum().backward()
+    h = 1e-6
+    np.testing.assert_allclose(at.grad.numpy(), w * (f(a + h, b) - f(a - h, b)) / (2 * h), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(bt.grad.numpy(), w * (f(a, b + h) - f(a, b - h)) / (2 * h), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", DIFFERENTIABLE)
+def test_binary_second_derivatives(name):
+    a, b = (tg.tensor(v, requires_grad=True) for v in _pair(name, 5))
+    assert tg.autograd.gradgradcheck(lambda x, y: getattr(tg, name)(x, y), (a, b))
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum", "fmax", "fmin"])
+def test_extremum_ties_share_the_gradient_and_nan_rules(name):
+    a = tg.tensor([1.0, 2.0, 3.0], dtype=tg.float64, requires_grad=True)
+    b = tg.tensor([1.0, 5.0, 0.0], dtype=tg.float64, requires_grad=True)
+    getattr(tg, name)(a, b).sum().backward()
+    a_wins = [0.5, 0.0, 1.0] if name in ("maximum", "fmax") else [0.5, 1.0, 0.0]
+    assert a.grad.tolist() == a_wins and b.grad.tolist() == [1 - v for v in a_wins]
+    nan = tg.tensor([NAN, 1.0, NAN])
+    other = tg.tensor([2.0, NAN, NAN])
+    got = getattr(tg, name)(nan, other).tolist()
+    if name.startswith("f"):  # a NaN is ignored (NaN only when both are)
+        assert got[:2] == [2.0, 1.0] and math.isnan(got[2])
+    else:
+        assert all(math.isnan(v) for v in got)
+
+
+def test_nan_gradient_conventions_of_fmax_and_maximum():
+    for name, want_a in (("fmax", [0.0, 1.0]), ("maximum", [1.0, 1.0])):
+        a = tg.tensor([NAN, 1.0], requires_grad=True)
+        b = tg.tensor([2.0, NAN], requires_grad=True)
+        getattr(tg, name)(a, b).sum().backward()
+        assert a.grad.tolist() == want_a, name
+
+
+def test_integer_division_family_matches_python():
+    pairs = [(a, b) for a in (-7, -5, 0, 5, 7, 2**62) for b in (-3, -2, 2, 3)]
+    a = tg.tensor([p[0] for p in pairs])
+    b = tg.tensor([p[1] for p in pairs])
+    assert (a // b).tolist() == [x // y for x, y in pairs]
+    assert (a % b).tolist() == [x % y for x, y in pairs]
+    assert tg.fmod(a, b).tolist() == [int(math.fmod(x, y)) for x, y in pairs]
+    assert (a // b).dtype == tg.int64 and tg.maximum(a, b).tolist() == [max(x, y) for x, y in pairs]
+    for f in (lambda: a // 0, lambda: a % tg.tensor(0), lambda: tg.fmod(a, 0)):
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            f()
+
+
+def test_float_floor_division_and_remainder_match_python():
+    xs = [5.0, -5.0, 0.0, -0.0, 1.0, -1.0, 7.5]
+    ys = [2.0, 0.0, -0.0, 3.0, INF, -INF, -2.5]
+    pairs = [(x, y) for x in xs for y in ys]
+    a, b = (tg.tensor([p[i] for p in pairs], dtype=tg.float64) for i in (0, 1))
+
+    def py(op, x, y):
+        try:
+            return op(x, y)
+        except ZeroDivisionError:
+            return np.floor_divide(x, y) if op is float.__floordiv__ else np.remainder(x, y)
+
+    for got, op in (((a // b).tolist(), float.__floordiv__), ((a % b).tolist(), float.__mod__)):
+        for (x, y), g in zip(pairs, got):
+            w = float(py(op, x, y))
+            if op is float.__mod__ and w == 0.0:  # a zero remainder keeps fmod's sign, as PyTorch's
+                w = math.copysign(0.0, math.fmod(x, y))
+            assert (math.isnan(g) and math.isnan(w)) or (g == w and math.copysign(1, g) == math.copysign(1, w)), (
+                op, x, y, g, w)
+
+
+def test_operators_with_scalars_and_reflected_forms():
+    t = tg.tensor([7, -7])
+    assert (t // 2).tolist() == [3, -4] and (t % 3).tolist() == [1, 2]
+    assert (15 // t).tolist() == [2, -3] and (15 % t).tolist() == [1, -6]
+    assert (t // 2.5).dtype == tg.float32 and (t % 2.5).tolist() == [2.0, 0.5]
+    assert (1 << tg.tensor([2, 3])).tolist() == [4, 8] and (tg.tensor([-8]) >> 1).tolist() == [-4]
+    u = tg.tensor([7.0, -7.0])
+    before = u._version
+    u //= 2
+    u %= 3
+    assert u.tolist() == [0.0, 2.0] and u._version == before + 2
+    with pytest.raises(TypeError):
+        t // "2"
+
+
+def test_floor_divide_has_no_derivative():
+    x = tg.tensor([3.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="derivative for floor_divide is not implemented"):
+        (x // 2).sum().backward()
+
+
+def test_division_family_dtype_rules():
+    ints, bools = tg.tensor([3, 4]), tg.tensor([True, False])
+    assert tg.atan2(ints, ints).dtype == tg.float32
+    assert tg.maximum(bools, tg.tensor([False, False])).tolist() == [True, False]
+    for name in ("fmod", "remainder", "floor_divide"):
+        with pytest.raises(RuntimeError, match="not implemented for 'Bool'"):
+            getattr(tg, name)(bools, bools)
+
+
+def test_lerp_addcmul_addcdiv_values_and_gradients():
+    s, e, w = (RNG.uniform(-2, 2, 6) for _ in range(3))
+    st, et, wt = (tg.tensor(v, requires_grad=True) for v in (s, e, w))
+    out = tg.lerp(st, et, wt)
+    np.testing.assert_allclose(out.detach().numpy(), s + w * (e - s), rtol=1e-12)
+    out.sum().backward()
+    np.testing.assert_allclose(st.grad.numpy(), 1 - w, rtol=1e-12)
+    np.testing.assert_allclose(et.grad.numpy(), w, rtol=1e-12)
+    np.testing.assert_allclose(wt.grad.numpy(), e - s, rtol=1e-12)
+    assert tg.lerp(tg.tensor([0.0, 10.0]), tg.tensor([10.0, 20.0]), 0.5).tolist() == [5.0, 15.0]
+    x, a, b = (tg.tensor(v, requires_grad=True) for v in (s, e, w + 3))
+    out = tg.addcmul(x, a, b, value=0.5)
+    np.testing.assert_allclose(out.detach().numpy(), s + 0.5 * e * (w + 3), rtol=1e-12)
+    out.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), 0.5 * (w + 3), rtol=1e-12)
+    x, a, b = (tg.tensor(v, requires_grad=True) for v in (s, e, w + 3))
+    out = x.addcdiv(a, b, value=-2)
+    np.testing.assert_allclose(out.detach().numpy(), s - 2 * e / (w + 3), rtol=1e-12)
+    out.sum().backward()
+    np.testing.assert_allclose(b.grad.numpy(), 2 * e / (w + 3) ** 2, rtol=1e-12)
+    assert tg.addcmul(tg.tensor([1, 2]), tg.tensor([3, 4]), tg.tensor([5, 6])).tolist() == [16, 26]
+    with pytest.raises(RuntimeError, match="Integer division with addcdiv"):
+        tg.addcdiv(tg.tensor([1]), tg.tensor([3]), tg.tensor([2]))
+    y = tg.tensor([1.0])
+    assert y.addcmul_(tg.tensor([2.0]), tg.tensor([3.0])) is y and y.tolist() == [7.0]
+
+
+def test_nan_to_num_values_and_gradient():
+    x = tg.tensor([NAN, INF, -INF, 1.5], requires_grad=True)
+    y = tg.nan_to_num(x)
+    big = float(np.finfo(np.float32).max)
+    assert y.tolist() == [0.0, big, -big, 1.5]
+    assert x.nan_to_num(nan=1.0, posinf=2.0, neginf=-2.0).tolist() == [1.0, 2.0, -2.0, 1.5]
+    y.sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0, 1.0]
+    assert tg.nan_to_num(tg.tensor([1, 2])).tolist() == [1, 2]
+    d = tg.tensor([INF], dtype=tg.float64)
+    assert d.nan_to_num().item() == np.finfo(np.float64).max
+
+
+def test_isnan_isinf_isfinite_against_numpy():
+    v = np.array([NAN, INF, -INF, 0.0, -1.5])
+    for name in ("isnan", "isinf", "isfinite"):
+        for dtype in (tg.float32, tg.float64):
+            t = tg.tensor(v, dtype=dtype)
+            assert getattr(tg, name)(t).tolist() == getattr(np, name)(v).tolist()
+            assert getattr(t, name)().dtype == tg.bool
+        assert getattr(tg, name)(tg.tensor([1, 2])).tolist() == [name == "isfinite"] * 2
+        assert getattr(tg, name)(tg.tensor([True])).tolist() == [name == "isfinite"]
+
+
+def test_logical_operations_against_numpy():
+    a = np.array([0.0, 2.0, -1.0, 0.0])
+    b = np.array([0, 0, 3, 5])
+    for name in ("logical_and", "logical_or", "logical_xor"):
+        got = getattr(tg, name)(tg.tensor(a), tg.tensor(b))
+        assert got.dtype == tg.bool and got.tolist() == getattr(np, name)(a, b).tolist()
+        assert getattr(tg.tensor(a), name)(tg.tensor(b)).tolist() == got.tolist()
+    assert tg.logical_not(tg.tensor(a)).tolist() == np.logical_not(a).tolist()
+    assert tg.tensor(b).logical_not().tolist() == np.logical_not(b).tolist()
+
+
+def test_bitwise_operations_against_python_integers():
+    xs, ys = [12, -7, 0, 2**62, -(2**63)], [10, 3, -1, 5, 1]
+    a, b = tg.tensor(xs), tg.tensor(ys)
+    assert tg.bitwise_and(a, b).tolist() == [x & y for x, y in zip(xs, ys)]
+    assert tg.bitwise_or(a, b).tolist() == [x | y for x, y in zip(xs, ys)]
+    assert a.bitwise_xor(b).tolist() == [x ^ y for x, y in zip(xs, ys)]
+    assert tg.bitwise_not(a).tolist() == [~x for x in xs] and a.bitwise_not().tolist() == [~x for x in xs]
+    shifts = tg.tensor([0, 1, 63, 64, -1])
+    assert (tg.tensor([1, 1, 1, 1, 1]) << shifts).tolist() == [1, 2, -(2**63), 0, 0]
+    assert (tg.tensor([-8, -8, -8, -8, 8]) >> shifts).tolist() == [-8, -4, -1, -1, 0]
+    p, q = tg.tensor([True, True, False]), tg.tensor([True, False, False])
+    assert tg.bitwise_and(p, q).tolist() == [True, False, False]
+    assert tg.bitwise_xor(p, q).dtype == tg.bool and tg.bitwise_not(p).tolist() == [False, False, True]
+
+
+@pytest.mark.parametrize("f", [lambda t: tg.bitwise_and(t, t), lambda t: tg.bitwise_or(t, 1), lambda t: t << 1,
+                               lambda t: tg.bitwise_not(t), lambda t: tg.tensor([True]) << tg.tensor([True])])
+def test_bitwise_on_floats_is_refused(f):
+    with pytest.raises((RuntimeError, TypeError), match="not implemented for|only implemented on"):
+        f(tg.tensor([1.0]))
+
+
+def test_pow_in_place():
+    x = tg.tensor([1.5, 2.0], dtype=tg.float64, requires_grad=True)
+    y = x * 1
+    assert y.pow_(3) is y and y.tolist() == [1.5**3, 8.0]
+    y.sum().backward()
+    assert x.grad.tolist() == [3 * 1.5**2, 12.0]
+    z = tg.tensor([2.0, 3.0])
+    z.pow_(tg.tensor([2.0, 0.5]))
+    assert z.tolist() == pytest.approx([4.0, math.sqrt(3.0)])
+
+
+NATIVE_DOCS = sorted({_name(k) for k in UNARY} | set(BINARY) | {
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift", "bitwise_not",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite", "nan_to_num", "lerp",
+    "addcmul", "addcdiv"})
+
+
+@pytest.mark.parametrize("name", NATIVE_DOCS)
+def test_native_docstring_examples_run(name):
+    fn = getattr(tg, name)
+    test = doctest.DocTestParser().get_doctest(fn.__doc__ or "", {}, name, None, 0)
+    assert test.examples, f"tg.{name} needs a docstring with a >>> example"
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    runner.run(test)
+    assert runner.failures == 0, f"an example of tg.{name} failed (output above)"
+
+
+@pytest.mark.parametrize("name", ["fmod", "remainder"])
+def test_divisor_without_gradient_keeps_nothing_and_the_dividend_still_gets_one(name):
+    # found by the differential test: x.fmod(0.75) saved nothing and then lacked its inputs
+    x = tg.tensor([2.5, -1.0], dtype=tg.float64, requires_grad=True)
+    getattr(x, name)(0.75).sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0]
+    y = tg.tensor([2.5], requires_grad=True)
+    d = tg.tensor([0.75])
+    z = getattr(tg, name)(y, d)
+    d.mul_(2)  # the divisor is not saved, so writing to it afterwards is allowed
+    z.sum().backward()
+    assert y.grad.tolist() == [1.0]

@@ -117,6 +117,31 @@ leaky_relu = _C.leaky_relu
 hardtanh = _C.hardtanh
 softplus = _C.softplus
 logsigmoid = _C.logsigmoid
+maximum = _C.maximum
+minimum = _C.minimum
+fmax = _C.fmax
+fmin = _C.fmin
+fmod = _C.fmod
+remainder = _C.remainder
+floor_divide = _C.floor_divide
+atan2 = _C.atan2
+bitwise_and = _C.bitwise_and
+bitwise_or = _C.bitwise_or
+bitwise_xor = _C.bitwise_xor
+bitwise_left_shift = _C.bitwise_left_shift
+bitwise_right_shift = _C.bitwise_right_shift
+logical_and = _C.logical_and
+logical_or = _C.logical_or
+logical_xor = _C.logical_xor
+bitwise_not = _C.bitwise_not
+logical_not = _C.logical_not
+isnan = _C.isnan
+isinf = _C.isinf
+isfinite = _C.isfinite
+nan_to_num = _C.nan_to_num
+lerp = _C.lerp
+addcmul = _C.addcmul
+addcdiv = _C.addcdiv
 float = float32
 double = float64
 long = int64
@@ -186,4 +211,29 @@ __all__ = [
     "hardtanh",
     "softplus",
     "logsigmoid",
+    "maximum",
+    "minimum",
+    "fmax",
+    "fmin",
+    "fmod",
+    "remainder",
+    "floor_divide",
+    "atan2",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "bitwise_not",
+    "logical_not",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "nan_to_num",
+    "lerp",
+    "addcmul",
+    "addcdiv",
 ]

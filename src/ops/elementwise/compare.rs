@@ -255,3 +255,147 @@ impl Tensor {
         Tensor::where_(cond, self, &other)
     }
 }
+
+/// Bitwise operations of bool and integer tensors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bitwise {
+    /// `&`
+    And,
+    /// `|`
+    Or,
+    /// `^`
+    Xor,
+    /// `<<` (integers only)
+    LeftShift,
+    /// `>>` (integers only)
+    RightShift,
+}
+
+impl Bitwise {
+    fn kernel_name(self) -> &'static str {
+        match self {
+            Bitwise::And => "bitwise_and_cpu",
+            Bitwise::Or => "bitwise_or_cpu",
+            Bitwise::Xor => "bitwise_xor_cpu",
+            Bitwise::LeftShift => "lshift_cpu",
+            Bitwise::RightShift => "rshift_cpu",
+        }
+    }
+}
+
+/// `x << s` as PyTorch: 0 when the shift is negative or not below 64.
+fn shift_left(x: i64, s: i64) -> i64 {
+    if (0..64).contains(&s) {
+        x << s
+    } else {
+        0
+    }
+}
+
+/// `x >> s` (arithmetic) as PyTorch: the sign when the shift is negative or not below 64.
+fn shift_right(x: i64, s: i64) -> i64 {
+    if (0..64).contains(&s) {
+        x >> s
+    } else if x < 0 {
+        -1
+    } else {
+        0
+    }
+}
+
+impl Tensor {
+    /// A bitwise operation of two bool or integer tensors, with broadcasting (bools stay bools;
+    /// shifts take integers only). Not differentiable.
+    pub fn bitwise(&self, other: &Tensor, op: Bitwise) -> Result<Tensor> {
+        let dt = DType::promote_operands(self.dtype(), self.ndim(), other.dtype(), other.ndim());
+        let refused = |d: DType| {
+            let name = match d {
+                DType::Bool => "Bool",
+                DType::Float32 => "Float",
+                _ => "Double",
+            };
+            Err(Error::dtype(format!("\"{}\" not implemented for '{name}'", op.kernel_name())))
+        };
+        let (a, b) = (self.detach().to_dtype(dt)?, other.detach().to_dtype(dt)?);
+        match (dt, op) {
+            (DType::Bool, Bitwise::And) => zip(&a, &b, |x: bool, y: bool| x & y),
+            (DType::Bool, Bitwise::Or) => zip(&a, &b, |x: bool, y: bool| x | y),
+            (DType::Bool, Bitwise::Xor) => zip(&a, &b, |x: bool, y: bool| x ^ y),
+            (DType::Int64, Bitwise::And) => zip(&a, &b, |x: i64, y: i64| x & y),
+            (DType::Int64, Bitwise::Or) => zip(&a, &b, |x: i64, y: i64| x | y),
+            (DType::Int64, Bitwise::Xor) => zip(&a, &b, |x: i64, y: i64| x ^ y),
+            (DType::Int64, Bitwise::LeftShift) => zip(&a, &b, shift_left),
+            (DType::Int64, Bitwise::RightShift) => zip(&a, &b, shift_right),
+            (d, _) => refused(d),
+        }
+    }
+
+    /// `a & b`
+    pub fn bitwise_and(&self, other: &Tensor) -> Result<Tensor> {
+        self.bitwise(other, Bitwise::And)
+    }
+    /// `a | b`
+    pub fn bitwise_or(&self, other: &Tensor) -> Result<Tensor> {
+        self.bitwise(other, Bitwise::Or)
+    }
+    /// `a ^ b`
+    pub fn bitwise_xor(&self, other: &Tensor) -> Result<Tensor> {
+        self.bitwise(other, Bitwise::Xor)
+    }
+    /// `a << b`
+    pub fn bitwise_left_shift(&self, other: &Tensor) -> Result<Tensor> {
+        self.bitwise(other, Bitwise::LeftShift)
+    }
+    /// `a >> b`
+    pub fn bitwise_right_shift(&self, other: &Tensor) -> Result<Tensor> {
+        self.bitwise(other, Bitwise::RightShift)
+    }
+    /// `a and b`, each taken as `!= 0`
+    pub fn logical_and(&self, other: &Tensor) -> Result<Tensor> {
+        self.logical(other, Logical::And)
+    }
+    /// `a or b`, each taken as `!= 0`
+    pub fn logical_or(&self, other: &Tensor) -> Result<Tensor> {
+        self.logical(other, Logical::Or)
+    }
+    /// `a xor b`, each taken as `!= 0`
+    pub fn logical_xor(&self, other: &Tensor) -> Result<Tensor> {
+        self.logical(other, Logical::Xor)
+    }
+
+    /// `~x`: bitwise not of an integer tensor, logical not of a bool one.
+    pub fn bitwise_not(&self) -> Result<Tensor> {
+        match self.dtype() {
+            DType::Bool => self.logical_not(),
+            DType::Int64 => map(&self.detach(), |x: i64| !x),
+            _ => Err(Error::dtype("~ (operator.invert) is only implemented on integer and Boolean-type tensors")),
+        }
+    }
+
+    /// Where the elements are NaN (never, for integers and bools).
+    pub fn isnan(&self) -> Result<Tensor> {
+        self.float_test(|v| v.is_nan(), false)
+    }
+
+    /// Where the elements are ±inf.
+    pub fn isinf(&self) -> Result<Tensor> {
+        self.float_test(|v| v.is_infinite(), false)
+    }
+
+    /// Where the elements are neither NaN nor ±inf.
+    pub fn isfinite(&self) -> Result<Tensor> {
+        self.float_test(|v| v.is_finite(), true)
+    }
+
+    /// A per-element test of a float tensor (in float64, which keeps NaN and ±inf); `otherwise`
+    /// everywhere for integers and bools.
+    fn float_test(&self, test: fn(f64) -> bool, otherwise: bool) -> Result<Tensor> {
+        let x = self.detach();
+        match x.dtype() {
+            DType::Float32 => map(&x, move |v: f32| test(v as f64)),
+            DType::Float64 => map(&x, move |v: f64| test(v)),
+            DType::Int64 => map(&x, move |_: i64| otherwise),
+            DType::Bool => map(&x, move |_: bool| otherwise),
+        }
+    }
+}

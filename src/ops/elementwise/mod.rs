@@ -5,11 +5,13 @@
 
 mod binary;
 mod compare;
+mod pairwise;
 mod special;
 mod unary;
 
 pub use binary::{Binary, ScalarOp};
-pub use compare::{Cmp, Logical};
+pub use compare::{Bitwise, Cmp, Logical};
+pub use pairwise::Pairwise;
 pub use unary::Unary;
 
 use crate::error::Result;

@@ -132,6 +132,15 @@ pub enum Unary {
     },
     /// `ln(sigmoid(x))`
     LogSigmoid,
+    /// NaN, +inf and -inf replaced by finite values; the gradient is 0 where `x` was not finite
+    NanToNum {
+        /// the value of NaN
+        nan: f64,
+        /// the value of +inf (the dtype's largest value when absent)
+        posinf: Option<f64>,
+        /// the value of -inf (the dtype's lowest value when absent)
+        neginf: Option<f64>,
+    },
 }
 
 /// What an int64 input does.
@@ -433,10 +442,11 @@ impl Unary {
             Unary::Erfc => Entry::float("ErfcBackward", float_kernel!(Heavy, |x| Special::erfc(x)), Input, |g, k| {
                 g.mul(&gaussian(k.x()?, -FRAC_2_SQRT_PI)?)
             }),
-            // d/dx erfinv(x) = sqrt(pi)/2 e^(erfinv(x)^2): infinite at ±1, where erfinv is.
+            // d/dx erfinv(x) = sqrt(pi)/2 e^(erfinv(x)^2): infinite at ±1, where erfinv is. It keeps the
+            // input, as PyTorch, so that the same in-place writes invalidate the graph.
             Unary::Erfinv => {
-                Entry::float("ErfinvBackward", float_kernel!(Heavy, |x| Special::erfinv(x)), Output, |g, k| {
-                    g.mul(&k.y()?.square()?.exp()?.mul_scalar(PI.sqrt() / 2.0)?)
+                Entry::float("ErfinvBackward", float_kernel!(Heavy, |x| Special::erfinv(x)), Input, |g, k| {
+                    g.mul(&k.x()?.erfinv()?.square()?.exp()?.mul_scalar(PI.sqrt() / 2.0)?)
                 })
             }
             Unary::Silu => {
@@ -544,6 +554,22 @@ impl Unary {
                 |g, k| g.mul(&k.x()?.neg()?.sigmoid()?),
             )
             .no_ints("log_sigmoid_cpu"),
+            Unary::NanToNum { nan, posinf, neginf } => Entry::float(
+                "NanToNumBackward",
+                float_kernel!(Cheap, |x| if x.is_nan() {
+                    nan as T
+                } else if x == T::INFINITY {
+                    posinf.map_or(T::MAX, |v| v as T)
+                } else if x == T::NEG_INFINITY {
+                    neginf.map_or(T::MIN, |v| v as T)
+                } else {
+                    x
+                }),
+                Input,
+                |g, k| Tensor::where_(&k.x()?.isfinite()?, g, &zero_like(g)?),
+            )
+            .ints(|x| x)
+            .bools(Bools::Same),
         }
     }
 }
@@ -789,6 +815,11 @@ impl Tensor {
     /// `ln(1 + e^(beta x)) / beta`, and `x` where `beta x > threshold`
     pub fn softplus(&self, beta: f64, threshold: f64) -> Result<Tensor> {
         self.unary(Unary::Softplus { beta, threshold })
+    }
+    /// NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (by default the dtype's
+    /// largest and lowest finite values)
+    pub fn nan_to_num(&self, nan: f64, posinf: Option<f64>, neginf: Option<f64>) -> Result<Tensor> {
+        self.unary(Unary::NanToNum { nan, posinf, neginf })
     }
     /// `ln(sigmoid(x))`
     pub fn logsigmoid(&self) -> Result<Tensor> {
