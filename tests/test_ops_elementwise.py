@@ -600,3 +600,28 @@ def test_divisor_without_gradient_keeps_nothing_and_the_dividend_still_gets_one(
     d.mul_(2)  # the divisor is not saved, so writing to it afterwards is allowed
     z.sum().backward()
     assert y.grad.tolist() == [1.0]
+
+
+def test_elu_gradient_at_nan_takes_the_positive_branch():
+    # PyTorch's elu backward tests x <= 0 for the negative branch, so a NaN input gets grad * scale
+    # (found by the differential test)
+    x = tg.tensor([NAN, -1.0], dtype=tg.float64, requires_grad=True)
+    tg.selu(x).sum().backward()
+    assert x.grad.tolist() == pytest.approx([SELU_SCALE, SELU_SCALE * SELU_ALPHA * math.exp(-1.0)], rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["fmax", "fmin"])
+def test_fmax_fmin_gradient_when_both_are_nan_goes_to_the_first(name):
+    # PyTorch's convention (found by the differential test)
+    a = tg.tensor([NAN], requires_grad=True)
+    b = tg.tensor([NAN], requires_grad=True)
+    getattr(tg, name)(a, b).sum().backward()
+    assert a.grad.tolist() == [1.0] and b.grad.tolist() == [0.0]
+
+
+def test_atan2_gradient_at_the_origin_is_zero():
+    # PyTorch's convention (found by the differential test); elsewhere b/(a²+b²) and -a/(a²+b²)
+    a = tg.tensor([0.0, 1.0], dtype=tg.float64, requires_grad=True)
+    b = tg.tensor([0.0, 2.0], dtype=tg.float64, requires_grad=True)
+    tg.atan2(a, b).sum().backward()
+    assert a.grad.tolist() == [0.0, 2 / 5] and b.grad.tolist() == [0.0, -1 / 5]

@@ -161,7 +161,7 @@ impl Pairwise {
                 keep: Keep::Nothing,
                 grads: None,
             },
-            // d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2)
+            // d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2); 0 at the origin
             Pairwise::Atan2 => Row {
                 name: "Atan2Backward",
                 ints: Ints::ToFloat,
@@ -169,8 +169,10 @@ impl Pairwise {
                 float: float_zip!(Heavy, |x, y| x.atan2(y)),
                 keep: Keep::Both,
                 grads: Some(|_, g, a, b, need| {
+                    // 1 / (a^2 + b^2), taken as 0 at the origin, as in PyTorch
                     let r2 = a.square()?.add(&b.square()?)?;
-                    Ok(vec![need.then(0, || g.mul(b)?.div(&r2))?, need.then(1, || g.mul(a)?.div(&r2)?.neg())?])
+                    let recip = Tensor::where_(&r2.detach().eq_scalar(0.0)?, &zero_like(g)?, &r2.reciprocal()?)?;
+                    Ok(vec![need.then(0, || g.mul(b)?.mul(&recip))?, need.then(1, || g.mul(a)?.neg()?.mul(&recip))?])
                 }),
             },
         }
@@ -179,7 +181,8 @@ impl Pairwise {
 
 /// The gradients of `maximum`, `minimum`, `fmax` and `fmin`, as PyTorch's: each input gets `g`
 /// where its value was taken and 0 elsewhere; on a tie both get `g / 2`. Where a NaN is involved,
-/// `maximum`/`minimum` give `g` to both, `fmax`/`fmin` to the input that was taken.
+/// `maximum`/`minimum` give `g` to both, `fmax`/`fmin` to the input that was taken (the first
+/// one when both are NaN).
 fn extremum_grads(op: Pairwise, g: &Tensor, a: &Tensor, b: &Tensor, need: Need<'_>) -> Result<Vec<Option<Tensor>>> {
     let (wins, loses) = match op {
         Pairwise::Maximum | Pairwise::Fmax => (Cmp::Gt, Cmp::Lt),
@@ -188,16 +191,21 @@ fn extremum_grads(op: Pairwise, g: &Tensor, a: &Tensor, b: &Tensor, need: Need<'
     let tie = a.compare(b, Cmp::Eq)?;
     let half = g.mul_scalar(0.5)?;
     let zero = zero_like(g)?;
-    let grad = |x: &Tensor, y: &Tensor| -> Result<Tensor> {
+    let grad = |x: &Tensor, y: &Tensor, first: bool| -> Result<Tensor> {
         let taken = match op {
             // the input's value is the result unless the other one wins (NaN never does)
             Pairwise::Maximum | Pairwise::Minimum => x.compare(y, loses)?.logical_not()?,
-            // the input's value is taken where it wins or the other one is NaN
-            _ => x.compare(y, wins)?.logical(&y.compare(y, Cmp::Ne)?, Logical::Or)?,
+            // the input's value is taken where it wins or the other one is NaN; when both are
+            // NaN, the first input's is
+            _ => {
+                let y_nan = y.compare(y, Cmp::Ne)?;
+                let y_nan = if first { y_nan } else { y_nan.logical(&x.compare(x, Cmp::Eq)?, Logical::And)? };
+                x.compare(y, wins)?.logical(&y_nan, Logical::Or)?
+            }
         };
         Tensor::where_(&tie, &half, &Tensor::where_(&taken, g, &zero)?)
     };
-    Ok(vec![need.then(0, || grad(a, b))?, need.then(1, || grad(b, a))?])
+    Ok(vec![need.then(0, || grad(a, b, true))?, need.then(1, || grad(b, a, false))?])
 }
 
 /// Python's `%` on integers: the sign of the divisor (wrapping at `i64::MIN % -1`).

@@ -489,7 +489,8 @@ impl Unary {
                 },
             )
             .no_ints("GeluKernelImpl"),
-            // The negative branch includes 0, as in PyTorch (the gradient at 0 is alpha * scale).
+            // The negative branch is `x <= 0`, as in PyTorch: the gradient at 0 is alpha * scale, and at
+            // NaN the positive branch's.
             Unary::Elu { alpha, scale, input_scale } => Entry::float(
                 "EluBackward",
                 float_kernel!(Heavy, |x| if x > 0.0 {
@@ -501,7 +502,7 @@ impl Unary {
                 move |g, k| {
                     let x = k.x()?;
                     let negative = x.mul_scalar(input_scale)?.exp()?.mul_scalar(input_scale * alpha * scale)?;
-                    Tensor::where_(&x.detach().gt_scalar(0.0)?, &g.mul_scalar(scale)?, &g.mul(&negative)?)
+                    Tensor::where_(&x.detach().compare_scalar(0.0, Cmp::Le)?, &g.mul(&negative)?, &g.mul_scalar(scale)?)
                 },
             )
             .no_ints("elu_cpu"),
