@@ -8,11 +8,12 @@ use std::borrow::Cow;
 
 use super::as_strided::view_rebase_error;
 use super::elementwise::{Binary, ScalarOp};
+use super::formula::{Need, SingleOutput};
 use super::index::IndexItem;
 use super::kernel::{map_in_place, with_dst_src, zip_in_place, Cost};
 use crate::autograd::anomaly;
 use crate::autograd::grad_mode::is_grad_enabled;
-use crate::autograd::node::{Backward, Node};
+use crate::autograd::node::Node;
 use crate::autograd::record::record_node;
 use crate::error::{Error, Result};
 use crate::tensor::dtype::Scalar;
@@ -22,12 +23,9 @@ use crate::tensor::Tensor;
 /// The backward of an in-place write whose new value does not depend on the old one: zero.
 struct Overwritten;
 
-impl Backward for Overwritten {
-    fn apply(&self, _node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        match grads.into_iter().next().flatten() {
-            Some(g) => Ok(vec![Some(Tensor::zeros(g.shape(), g.dtype())?)]),
-            None => Ok(vec![None]),
-        }
+impl SingleOutput for Overwritten {
+    fn input_grads(&self, _node: &Node, g: Tensor, _: Need<'_>) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(Tensor::zeros(g.shape(), g.dtype())?)])
     }
 }
 
@@ -35,12 +33,9 @@ impl Backward for Overwritten {
 /// source (input 1, already expanded and cast to the tensor's shape and dtype) the upstream gradient.
 struct CopiedIn;
 
-impl Backward for CopiedIn {
-    fn apply(&self, _node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        match grads.into_iter().next().flatten() {
-            Some(g) => Ok(vec![Some(Tensor::zeros(g.shape(), g.dtype())?), Some(g)]),
-            None => Ok(vec![None, None]),
-        }
+impl SingleOutput for CopiedIn {
+    fn input_grads(&self, _node: &Node, g: Tensor, _: Need<'_>) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(Tensor::zeros(g.shape(), g.dtype())?), Some(g)])
     }
 }
 
