@@ -258,7 +258,7 @@ def default_collate(batch: List[Any]) -> Any:
     if isinstance(elem, np.ndarray):
         if elem.dtype.hasobject or elem.dtype.kind in "SUO":
             raise TypeError(f"default_collate: batch must contain tensors, numbers, dicts or lists; found {elem.dtype}")
-        return _C.stack([_C.from_numpy(np.ascontiguousarray(b)) for b in batch], 0)
+        return _C.stack([_C.from_numpy(np.array(b, order="C")) for b in batch], 0)
     if isinstance(elem, np.generic):
         return _C.from_numpy(np.array(batch))
     if isinstance(elem, bool):
