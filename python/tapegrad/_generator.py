@@ -68,6 +68,6 @@ def _default_permutation(n: int) -> list:
     """A permutation drawn from the process-wide generator (so ``tg.manual_seed`` makes it repeat)."""
     from . import _tapegrad as _C
 
-    r = _C.rand(2, dtype=_C.float64).tolist()
+    r = _C.rand(2, dtype=_C.float64).numpy()
     seed = int(r[0] * 2**32) << 32 | int(r[1] * 2**32)
     return [int(i) for i in np.random.Generator(np.random.PCG64(seed)).permutation(n)]

@@ -467,6 +467,8 @@ def _function_apply(cls: type[Any], *args: Any, **kwargs: Any) -> Any: ...
 def _function_apply_named(cls: type[Any], values: tuple[Any, ...], names: Sequence[_str]) -> Any: ...
 
 # tg.optim (issue 16): one native update per parameter group (src/python/optim.rs).
+__all__ += ["_optimizer_step"]
+
 def _optimizer_step(
     kind: _str,
     params: Sequence[Tensor],

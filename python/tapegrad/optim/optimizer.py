@@ -61,7 +61,7 @@ class Optimizer:
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or dicts, but got a Tensor"
             )
-        param_groups = list(params)
+        param_groups: list[Any] = list(params)
         if len(param_groups) == 0:
             raise ValueError("optimizer got an empty parameter list")
         if not isinstance(param_groups[0], dict):
