@@ -326,3 +326,56 @@ def test_integer_parameter_or_mismatched_state_is_refused_without_writing():
     with pytest.raises(RuntimeError, match="state tensor"):
         opt.step()
     assert w.tolist() == before and opt.state[w]["step"].item() == step_before
+
+
+def test_native_update_refuses_bad_input_with_clear_errors():
+    """The private native entry point checks everything itself (it must never crash or write
+    half an update, whoever calls it)."""
+    native = tg._C._optimizer_step
+    p, g = tg.ones(3, requires_grad=True), tg.ones(3)
+    hyper = dict(lr=0.1, beta1=0.9, beta2=0.99, eps=1e-8, weight_decay=0.0, amsgrad=False, maximize=False)
+    sgd = dict(lr=0.1, momentum=0.0, dampening=0.0, nesterov=False, weight_decay=0.0, maximize=False)
+    two = [[tg.zeros(3), tg.zeros(3)]]
+    cases = [
+        (("adam", [p], [g], two, [None], hyper), RuntimeError, "step counter is required"),
+        (("adam", [p], [g], two, [tg.zeros(2)], hyper), RuntimeError, "one-element float tensor"),
+        (("adam", [p], [g], [[tg.zeros(3)]], [tg.zeros(())], hyper), RuntimeError, "expected 2"),
+        (("adam", [p], [g], [[tg.zeros(3), tg.zeros(3, dtype=tg.float64)]], [tg.zeros(())], hyper),
+         RuntimeError, "state tensor"),
+        (("adam", [p], [g, g], two, [tg.zeros(())], hyper), ValueError, "2 grads"),
+        (("adam", [p], [g], two, [tg.zeros(())], {"lr": 0.1}), ValueError, "beta1 is missing"),
+        (("adam", [p], [g], two, [tg.zeros(())], dict(hyper, lr="x")), TypeError, "must be a number"),
+        (("sgd", [tg.arange(3)], [tg.arange(3)], [[]], [None], sgd), RuntimeError, "only float parameters"),
+        (("sgd", [tg.ones(1).expand(3)], [g], [[]], [None], sgd), RuntimeError, "single memory location"),
+        (("sgd", [p], ["x"], [[]], [None], sgd), TypeError, "must be a Tensor"),
+        (("nope", [p], [g], [[]], [None], sgd), ValueError, "unknown optimizer"),
+    ]
+    for args, exc, match in cases:
+        with pytest.raises(exc, match=match):
+            native(*args)
+    assert p.tolist() == [1.0, 1.0, 1.0] and p._version == 0
+
+
+def test_concurrent_steps_on_one_optimizer_neither_crash_nor_lose_steps():
+    import threading
+
+    ws = [tg.randn(100_000, requires_grad=True) for _ in range(4)]
+    for w in ws:
+        w.grad = tg.randn(100_000)
+    opt = tg.optim.Adam(ws)
+    errors = []
+
+    def run():
+        try:
+            for _ in range(5):
+                opt.step()
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert [opt.state[w]["step"].item() for w in ws] == [15.0] * 4

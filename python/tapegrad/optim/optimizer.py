@@ -194,9 +194,13 @@ class Optimizer:
             g = p.grad
             if g is None:
                 continue
-            state = self.state[p]
+            state = self.state.get(p)
             if not state:
+                # Filled completely before it is published, so another thread stepping the same
+                # optimizer never sees a half-made state.
+                state = {}
                 self._init_state(p, group, state)
+                self.state[p] = state
             params.append(p)
             grads.append(g)
             states.append(self._state_tensors(group, state))
