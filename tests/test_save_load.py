@@ -160,3 +160,26 @@ def test_the_file_is_an_npz_with_a_json_manifest(tmp_path):
         manifest = json.loads(npz["__tapegrad__"].tobytes())
         assert manifest["format"] == "tapegrad"
         assert npz["a0"].tolist() == [1.0, 2.0]
+
+
+def test_deep_and_self_containing_structures():
+    deep = []
+    cur = deep
+    for _ in range(150):
+        cur.append([])
+        cur = cur[0]
+    back = _round_trip(deep)
+    for _ in range(150):
+        back = back[0]
+    assert back == []
+    cycle = []
+    cycle.append(cycle)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        tg.save(cycle, io.BytesIO())
+    for depth in (300, 100_000):  # a hostile manifest: refused, never a RecursionError or a crash
+        manifest = '{"format":"tapegrad","version":1,"root":' + '{"list":[' * depth + "]}" * depth + "}"
+        buf = io.BytesIO()
+        np.savez(buf, __tapegrad__=np.frombuffer(manifest.encode(), dtype=np.uint8))
+        buf.seek(0)
+        with pytest.raises(RuntimeError, match="not a valid tapegrad file"):
+            tg.load(buf)

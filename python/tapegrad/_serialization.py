@@ -117,7 +117,7 @@ class _Reader:
         return self.npz[name]
 
     def decode(self, node: Any, depth: int = 0) -> Any:
-        if depth > 400:
+        if depth > 200:
             raise self.fail("the structure is nested too deeply")
         if not isinstance(node, dict) or len(node) not in (1, 3):
             raise self.fail(f"unexpected manifest entry {str(node)[:80]!r}")
@@ -191,7 +191,7 @@ def load(f: FileLike) -> Any:
             try:
                 raw = npz[_MANIFEST]
                 manifest = json.loads(raw.tobytes().decode("utf-8")) if raw.dtype == np.uint8 else None
-            except (ValueError, UnicodeDecodeError) as e:
+            except (ValueError, UnicodeDecodeError, RecursionError) as e:
                 raise reader.fail(f"its manifest is not JSON ({e})") from None
             if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT or "root" not in manifest:
                 raise reader.fail("its manifest is not a tapegrad manifest")
