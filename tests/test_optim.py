@@ -379,3 +379,29 @@ def test_concurrent_steps_on_one_optimizer_neither_crash_nor_lose_steps():
         t.join()
     assert errors == []
     assert [opt.state[w]["step"].item() for w in ws] == [15.0] * 4
+
+
+def test_a_user_optimizer_subclass_works_like_pytorchs_pattern():
+    """PyTorch's recipe for a custom optimizer: subclass Optimizer, pass defaults, write step()
+    with in-place tensor operations under no_grad, keep state in self.state."""
+
+    class SignSGD(tg.optim.Optimizer):
+        def __init__(self, params, lr=0.1):
+            super().__init__(params, dict(lr=lr))
+
+        def step(self, closure=None):
+            with tg.no_grad():
+                for group in self.param_groups:
+                    for p in group["params"]:
+                        if p.grad is None:
+                            continue
+                        state = self.state[p]
+                        state["n"] = state.get("n", 0) + 1
+                        p.sub_((p.grad > 0).float() * group["lr"] - (p.grad < 0).float() * group["lr"])
+
+    w = tg.tensor([1.0, -1.0, 0.5], requires_grad=True)
+    opt = SignSGD([w], lr=0.25)
+    w.grad = tg.tensor([3.0, -2.0, 0.0])
+    opt.step()
+    assert w.tolist() == [0.75, -0.75, 0.5]
+    assert opt.state_dict()["state"] == {0: {"n": 1}}
