@@ -347,9 +347,9 @@ pairwise_bindings! {
     minimum: "The smaller of each pair of elements (NaN if either is NaN); ties share the gradient.\n\n\
         >>> import tapegrad as tg\n>>> tg.minimum(tg.tensor([1., 5.]), tg.tensor([3., 2.]))\ntensor([1., 2.])";
     fmax: "The larger of each pair of elements, ignoring a NaN.\n\n\
-        >>> import tapegrad as tg\n>>> tg.fmax(tg.tensor([float('nan'), 1.]), tg.tensor([2., 3.]))\ntensor([2., 3.])";
+        >>> import math\n>>> import tapegrad as tg\n>>> tg.fmax(tg.tensor([math.nan, 1.]), tg.tensor([2., 3.]))\ntensor([2., 3.])";
     fmin: "The smaller of each pair of elements, ignoring a NaN.\n\n\
-        >>> import tapegrad as tg\n>>> tg.fmin(tg.tensor([float('nan'), 1.]), tg.tensor([2., 3.]))\ntensor([2., 1.])";
+        >>> import math\n>>> import tapegrad as tg\n>>> tg.fmin(tg.tensor([math.nan, 1.]), tg.tensor([2., 3.]))\ntensor([2., 1.])";
     fmod, fmod_: "The remainder of the division truncated toward zero (the sign of the dividend), as C's fmod.\n\n\
         >>> import tapegrad as tg\n>>> tg.fmod(tg.tensor([-5., 5.]), 3)\ntensor([-2.,  2.])";
     remainder, remainder_: "The remainder of the division rounded down (the sign of the divisor), as Python's %.\n\n\
@@ -479,8 +479,9 @@ impl PyTensor {
 
     /// Where the elements are NaN.
     ///
-    /// >>> import tapegrad as tg
-    /// >>> tg.tensor([1., float('nan')]).isnan()
+    /// >>> import math
+/// >>> import tapegrad as tg
+    /// >>> tg.tensor([1., math.nan]).isnan()
     /// tensor([False,  True])
     fn isnan(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         run(py, &self.inner, |t| t.isnan())
@@ -488,8 +489,9 @@ impl PyTensor {
 
     /// Where the elements are infinite.
     ///
-    /// >>> import tapegrad as tg
-    /// >>> tg.tensor([1., float('-inf')]).isinf()
+    /// >>> import math
+/// >>> import tapegrad as tg
+    /// >>> tg.tensor([1., -math.inf]).isinf()
     /// tensor([False,  True])
     fn isinf(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         run(py, &self.inner, |t| t.isinf())
@@ -497,8 +499,9 @@ impl PyTensor {
 
     /// Where the elements are finite (neither NaN nor infinite).
     ///
-    /// >>> import tapegrad as tg
-    /// >>> tg.tensor([1., float('nan'), float('inf')]).isfinite()
+    /// >>> import math
+/// >>> import tapegrad as tg
+    /// >>> tg.tensor([1., math.nan, math.inf]).isfinite()
     /// tensor([ True, False, False])
     fn isfinite(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         run(py, &self.inner, |t| t.isfinite())
@@ -507,8 +510,9 @@ impl PyTensor {
     /// NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (by default the dtype's largest
     /// and lowest finite values); the gradient is 0 where the element was not finite.
     ///
-    /// >>> import tapegrad as tg
-    /// >>> tg.tensor([float('nan'), 1.]).nan_to_num()
+    /// >>> import math
+/// >>> import tapegrad as tg
+    /// >>> tg.tensor([math.nan, 1.]).nan_to_num()
     /// tensor([0., 1.])
     #[pyo3(signature = (nan=0.0, posinf=None, neginf=None))]
     fn nan_to_num(&self, py: Python<'_>, nan: f64, posinf: Option<f64>, neginf: Option<f64>) -> PyResult<Py<PyAny>> {
@@ -517,8 +521,9 @@ impl PyTensor {
 
     /// `nan_to_num` in place; returns the tensor.
     ///
-    /// >>> import tapegrad as tg
-    /// >>> tg.tensor([float('inf'), 1.]).nan_to_num_(posinf=9.)
+    /// >>> import math
+/// >>> import tapegrad as tg
+    /// >>> tg.tensor([math.inf, 1.]).nan_to_num_(posinf=9.)
     /// tensor([9., 1.])
     #[pyo3(signature = (nan=0.0, posinf=None, neginf=None))]
     fn nan_to_num_(
@@ -666,8 +671,9 @@ fn logical_not(py: Python<'_>, input: PyRef<'_, PyTensor>) -> PyResult<Py<PyAny>
 
 /// Where the elements of `input` are NaN.
 ///
+/// >>> import math
 /// >>> import tapegrad as tg
-/// >>> tg.isnan(tg.tensor([float('nan'), 0.]))
+/// >>> tg.isnan(tg.tensor([math.nan, 0.]))
 /// tensor([ True, False])
 #[pyfunction]
 fn isnan(py: Python<'_>, input: PyRef<'_, PyTensor>) -> PyResult<Py<PyAny>> {
@@ -676,8 +682,9 @@ fn isnan(py: Python<'_>, input: PyRef<'_, PyTensor>) -> PyResult<Py<PyAny>> {
 
 /// Where the elements of `input` are infinite.
 ///
+/// >>> import math
 /// >>> import tapegrad as tg
-/// >>> tg.isinf(tg.tensor([float('inf'), 0.]))
+/// >>> tg.isinf(tg.tensor([math.inf, 0.]))
 /// tensor([ True, False])
 #[pyfunction]
 fn isinf(py: Python<'_>, input: PyRef<'_, PyTensor>) -> PyResult<Py<PyAny>> {
@@ -686,8 +693,9 @@ fn isinf(py: Python<'_>, input: PyRef<'_, PyTensor>) -> PyResult<Py<PyAny>> {
 
 /// Where the elements of `input` are finite.
 ///
+/// >>> import math
 /// >>> import tapegrad as tg
-/// >>> tg.isfinite(tg.tensor([float('inf'), 0.]))
+/// >>> tg.isfinite(tg.tensor([math.inf, 0.]))
 /// tensor([False,  True])
 #[pyfunction]
 fn isfinite(py: Python<'_>, input: PyRef<'_, PyTensor>) -> PyResult<Py<PyAny>> {
@@ -696,8 +704,9 @@ fn isfinite(py: Python<'_>, input: PyRef<'_, PyTensor>) -> PyResult<Py<PyAny>> {
 
 /// NaN, +inf and -inf of `input` replaced by finite values (see `Tensor.nan_to_num`).
 ///
+/// >>> import math
 /// >>> import tapegrad as tg
-/// >>> tg.nan_to_num(tg.tensor([float('nan'), float('-inf')]), neginf=-1.)
+/// >>> tg.nan_to_num(tg.tensor([math.nan, -math.inf]), neginf=-1.)
 /// tensor([ 0., -1.])
 #[pyfunction]
 #[pyo3(signature = (input, nan=0.0, posinf=None, neginf=None))]
