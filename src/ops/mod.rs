@@ -12,6 +12,7 @@ pub(crate) mod kernel;
 pub mod linalg;
 pub mod reduce;
 pub mod shape;
+pub mod softmax;
 
 pub use elementwise::{Binary, Cmp, Logical, ScalarOp, Unary};
 pub use index::IndexItem;

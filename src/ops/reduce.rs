@@ -1,5 +1,5 @@
-//! Reductions: sum, mean, max (whole and along a dimension), argmax, and `sum_to`, the reduction
-//! that undoes broadcasting in backward.
+//! Reductions: sum, mean, max and min (whole and along a dimension), amax and amin, argmax and
+//! argmin, and `sum_to`, the reduction that undoes broadcasting in backward.
 
 use ndarray::{ArrayD, ArrayViewD, Axis, Dimension, IxDyn};
 
@@ -16,6 +16,21 @@ use crate::{dispatch_all, dispatch_float};
 fn beats<T: PartialOrd>(x: T, best: T) -> bool {
     let nan = |v: &T| v.partial_cmp(v).is_none();
     x > best || (nan(&x) && !nan(&best))
+}
+
+/// True when `x` should replace `best` as the minimum: smaller, or NaN (NaN propagates).
+fn beats_low<T: PartialOrd>(x: T, best: T) -> bool {
+    let nan = |v: &T| v.partial_cmp(v).is_none();
+    x < best || (nan(&x) && !nan(&best))
+}
+
+/// `beats` (largest) or `beats_low` (smallest).
+fn better<T: PartialOrd>(largest: bool, x: T, best: T) -> bool {
+    if largest {
+        beats(x, best)
+    } else {
+        beats_low(x, best)
+    }
 }
 
 /// Normalises `dims` (None: all) into sorted, distinct, non-negative dimensions.
@@ -130,6 +145,35 @@ impl Backward for MaxAllBackward {
     }
 }
 
+/// Backward of amax/amin: the gradient shared evenly among the elements equal to the extreme of
+/// their slice (NaN ties with NaN), as in PyTorch.
+struct AmaxBackward {
+    dims: Vec<usize>,
+    keepdim: bool,
+}
+
+impl Backward for AmaxBackward {
+    fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let Some(mut g) = grads.into_iter().next().flatten() else {
+            return Ok(vec![None]);
+        };
+        let saved = node.unpack_saved()?;
+        let (x, mut out) = (saved[0].detach(), saved[1].detach());
+        if !self.keepdim {
+            for &d in &self.dims {
+                g = g.unsqueeze(d as isize)?;
+                out = out.unsqueeze(d as isize)?;
+            }
+        }
+        use super::elementwise::{Cmp, Logical};
+        let both_nan = x.compare(&x, Cmp::Ne)?.logical(&out.compare(&out, Cmp::Ne)?, Logical::And)?;
+        let mask = x.compare(&out, Cmp::Eq)?.logical(&both_nan, Logical::Or)?.to_dtype(g.dtype())?;
+        let dims: Vec<isize> = self.dims.iter().map(|&d| d as isize).collect();
+        let count = mask.sum(Some(&dims), true)?;
+        Ok(vec![Some(mask.div(&count)?.mul(&g)?)])
+    }
+}
+
 struct MaxDimBackward {
     input_shape: Vec<usize>,
     dim: usize,
@@ -234,31 +278,86 @@ impl Tensor {
 
     /// The largest element (NaN if any is NaN).
     pub fn max_all(&self) -> Result<Tensor> {
+        self.extreme_all(true)
+    }
+
+    /// The smallest element (NaN if any is NaN).
+    pub fn min_all(&self) -> Result<Tensor> {
+        self.extreme_all(false)
+    }
+
+    fn extreme_all(&self, largest: bool) -> Result<Tensor> {
+        let name = if largest { "max" } else { "min" };
         if self.numel() == 0 {
-            return Err(Error::value(
-                "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.",
-            ));
+            return Err(Error::value(format!(
+                "{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+            )));
         }
         let out = dispatch_all!(self.dtype(), T => {
             let v = self.to_vec::<T>()?;
-            let m = v.iter().copied().fold(v[0], |a, b| if beats(b, a) { b } else { a });
+            let m = v.iter().copied().fold(v[0], |a, b| if better(largest, b, a) { b } else { a });
             Tensor::from_vec(vec![m], &[])?
         });
-        record("MaxBackward", &[self], &[&out], || (MaxAllBackward, vec![Save::Input(self.clone()), Save::Output(0)]));
+        let node = if largest { "MaxBackward" } else { "MinBackward" };
+        record(node, &[self], &[&out], || (MaxAllBackward, vec![Save::Input(self.clone()), Save::Output(0)]));
+        Ok(out)
+    }
+
+    /// Largest (`amax`) or smallest (`amin`) values over `dims` (all when None or empty), without
+    /// indices; the gradient is shared evenly among ties.
+    pub fn amax(&self, dims: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
+        self.extreme_dims(dims, keepdim, true)
+    }
+
+    /// See `amax`.
+    pub fn amin(&self, dims: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
+        self.extreme_dims(dims, keepdim, false)
+    }
+
+    fn extreme_dims(&self, dims: Option<&[isize]>, keepdim: bool, largest: bool) -> Result<Tensor> {
+        let name = if largest { "amax" } else { "amin" };
+        let rd = reduce_dims(dims, self.ndim())?;
+        if let Some(&d) = rd.iter().find(|&&d| self.shape()[d] == 0) {
+            return Err(Error::index(format!("{name}(): Expected reduction dim {d} to have non-zero size.")));
+        }
+        let out_shape = reduced_shape(self.shape(), &rd, keepdim);
+        let out = dispatch_all!(self.dtype(), T => self.with_view(|v: ArrayViewD<T>| {
+            let mut acc: ArrayD<T> = v.to_owned();
+            for &d in rd.iter().rev() {
+                acc = acc.map_axis(Axis(d), |lane| {
+                    lane.iter().copied().fold(lane[0], |a, b| if better(largest, b, a) { b } else { a })
+                });
+            }
+            Tensor::from_vec(acc.iter().copied().collect(), &out_shape)
+        })??);
+        let node = if largest { "AmaxBackward" } else { "AminBackward" };
+        record(node, &[self], &[&out], || {
+            (AmaxBackward { dims: rd.clone(), keepdim }, vec![Save::Input(self.clone()), Save::Output(0)])
+        });
         Ok(out)
     }
 
     /// Largest values along `dim` and their indices (first occurrence).
     pub fn max_dim(&self, dim: isize, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        self.extreme_dim(dim, keepdim, true)
+    }
+
+    /// Smallest values along `dim` and their indices (first occurrence).
+    pub fn min_dim(&self, dim: isize, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        self.extreme_dim(dim, keepdim, false)
+    }
+
+    fn extreme_dim(&self, dim: isize, keepdim: bool, largest: bool) -> Result<(Tensor, Tensor)> {
+        let name = if largest { "max" } else { "min" };
         let d = wrap_dim(dim, self.ndim())?;
         if self.ndim() == 0 {
             // As in PyTorch: the value itself and index 0, both 0-dim, whatever `keepdim`.
-            return self.reshape(&[1])?.max_dim(0, false);
+            return self.reshape(&[1])?.extreme_dim(0, false, largest);
         }
         if self.ndim() > 0 && self.shape()[d] == 0 {
-            return Err(Error::index(format!("max(): cannot reduce over dimension {dim} of size 0")));
+            return Err(Error::index(format!("{name}(): cannot reduce over dimension {dim} of size 0")));
         }
-        let idx = self.argmax(Some(dim), true)?;
+        let idx = self.arg_extreme(Some(dim), true, largest)?;
         let values = {
             let _off = crate::autograd::GradModeGuard::no_grad();
             self.detach().gather(d as isize, &idx)?
@@ -269,7 +368,8 @@ impl Tensor {
             (values.squeeze_dim(d as isize)?, idx.squeeze_dim(d as isize)?)
         };
         let values = values.clone_data()?;
-        record("MaxBackward", &[self], &[&values], || {
+        let node = if largest { "MaxBackward" } else { "MinBackward" };
+        record(node, &[self], &[&values], || {
             (MaxDimBackward { input_shape: self.shape().to_vec(), dim: d, keepdim }, vec![Save::Input(idx.clone())])
         });
         Ok((values, idx))
@@ -277,15 +377,26 @@ impl Tensor {
 
     /// Index of the largest value: over the flattened tensor, or along `dim`.
     pub fn argmax(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
+        self.arg_extreme(dim, keepdim, true)
+    }
+
+    /// Index of the smallest value (first occurrence; NaN counts as smallest): over the flattened
+    /// tensor, or along `dim`.
+    pub fn argmin(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
+        self.arg_extreme(dim, keepdim, false)
+    }
+
+    fn arg_extreme(&self, dim: Option<isize>, keepdim: bool, largest: bool) -> Result<Tensor> {
+        let name = if largest { "argmax" } else { "argmin" };
         let Some(dim) = dim else {
             let flat = self.detach().reshape(&[-1])?;
-            let r = flat.argmax(Some(0), false)?;
+            let r = flat.arg_extreme(Some(0), false, largest)?;
             return if keepdim { r.reshape(&vec![1; self.ndim()]) } else { Ok(r) };
         };
         let t = if self.ndim() == 0 { self.detach().reshape(&[1])? } else { self.detach() };
         let d = wrap_dim(dim, t.ndim())?;
         if t.shape()[d] == 0 {
-            return Err(Error::index("argmax(): cannot reduce over a dimension of size 0"));
+            return Err(Error::index(format!("{name}(): cannot reduce over a dimension of size 0")));
         }
         let out_shape = reduced_shape(t.shape(), &[d], true);
         crate::tensor::create::check_alloc(&out_shape, DType::Int64)?;
@@ -297,7 +408,7 @@ impl Tensor {
                     let mut best = 0usize;
                     for (i, &x) in lane.iter().enumerate() {
                         let b = lane[best];
-                        if beats(x, b) {
+                        if better(largest, x, b) {
                             best = i;
                         }
                     }

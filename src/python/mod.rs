@@ -10,6 +10,7 @@ mod function;
 mod identity;
 mod tensor;
 mod tensor_index;
+mod tensor_nn;
 mod tensor_ops;
 
 use pyo3::prelude::*;
@@ -26,6 +27,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     convert::register(m)?;
     autograd::register(m)?;
     function::register(m)?;
+    tensor_nn::register(m)?;
     autograd::install_hooks();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);
     Ok(())
