@@ -217,6 +217,7 @@ class LayerNorm(Module):
         self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
+        self._bias = bias
         if elementwise_affine:
             self.weight = Parameter(tg.ones(*self.normalized_shape, dtype=_dtype(dtype)))
             if bias:
@@ -237,7 +238,7 @@ class LayerNorm(Module):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, bias={self._bias}"
 
 
 class RMSNorm(Module):
@@ -301,14 +302,20 @@ class BatchNorm1d(Module):
         track_running_stats: bool = True,
         device: Any = None,
         dtype: Any = None,
+        *,
+        bias: bool = True,
     ) -> None:
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
+        self._bias = bias
         dt = _dtype(dtype)
         if affine:
             self.weight = Parameter(tg.ones(num_features, dtype=dt))
-            self.bias = Parameter(tg.zeros(num_features, dtype=dt))
+            if bias:
+                self.bias = Parameter(tg.zeros(num_features, dtype=dt))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -356,7 +363,8 @@ class BatchNorm1d(Module):
     def extra_repr(self) -> str:
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-            f"track_running_stats={self.track_running_stats}"
+            + (f"bias={self._bias}, " if self.affine else "")
+            + f"track_running_stats={self.track_running_stats}"
         )
 
 
@@ -678,6 +686,16 @@ class Softplus(Module):
 # ---- attention -----------------------------------------------------------------------------------
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """``Linear`` under the class name PyTorch gives MultiheadAttention's ``out_proj`` (so that the
+    two print alike).
+
+    >>> import tapegrad as tg
+    >>> tg.nn.MultiheadAttention(2, 1).out_proj
+    NonDynamicallyQuantizableLinear(in_features=2, out_features=2, bias=True)
+    """
+
+
 class MultiheadAttention(Module):
     """Multi-head attention with PyTorch's parameters (``in_proj_weight`` (3E, E) from
     xavier_uniform, ``in_proj_bias`` zeros, ``out_proj`` a Linear with zero bias) and call:
@@ -724,7 +742,7 @@ class MultiheadAttention(Module):
             self.in_proj_bias = Parameter(tg.empty(3 * embed_dim, dtype=dt))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dt)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, dtype=dt)
         self._reset_parameters()
 
     def _reset_parameters(self) -> None:
@@ -778,6 +796,12 @@ class MultiheadAttention(Module):
         q, k, v = heads(q, L), heads(k, S), heads(v, S)
         scores = q.matmul(k.transpose(-2, -1)) * (1.0 / math.sqrt(D))
         neg_inf = tg.full((), -math.inf, dtype=scores.dtype)
+        zero = tg.zeros((), dtype=scores.dtype)
+
+        # Masks are added to the scores (a bool mask as -inf/0), as in PyTorch: a row with every
+        # position masked is NaN, with NaN gradients, there as here.
+        def additive(mask: Tensor) -> Tensor:
+            return tg.where(mask, neg_inf, zero) if mask.dtype == tg.bool else mask
         if attn_mask is not None:
             if attn_mask.ndim == 2:
                 m = attn_mask.reshape(1, 1, L, S)
@@ -787,17 +811,17 @@ class MultiheadAttention(Module):
                 m = attn_mask.reshape(N, H, L, S)
             else:
                 raise RuntimeError(f"attn_mask's dimension {attn_mask.ndim} is not supported")
-            scores = tg.where(m, neg_inf, scores) if m.dtype == tg.bool else scores + m
+            scores = scores + additive(m)
         elif is_causal:
             import numpy as np
 
             causal = tg.tensor(np.triu(np.ones((L, S), dtype=bool), 1))
-            scores = tg.where(causal, neg_inf, scores)
+            scores = scores + additive(causal)
         if key_padding_mask is not None:
             if tuple(key_padding_mask.shape) != (N, S):
                 raise AssertionError(f"expecting key_padding_mask shape of {(N, S)}, but got {tuple(key_padding_mask.shape)}")
             kp = key_padding_mask.reshape(N, 1, 1, S)
-            scores = tg.where(kp, neg_inf, scores) if kp.dtype == tg.bool else scores + kp
+            scores = scores + additive(kp)
         attn = scores.softmax(-1)
         attn = F.dropout(attn, self.dropout, self.training)
         out = attn.matmul(v)  # (N, H, L, D)
