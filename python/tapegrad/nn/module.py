@@ -209,7 +209,7 @@ class Module:
         if is_parameter(value):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._drop(name)
+            self._drop(name, keep="_parameters")
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
@@ -220,7 +220,7 @@ class Module:
         elif isinstance(value, Module):
             if params is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._drop(name)
+            self._drop(name, keep="_modules")
             self._modules[name] = value
         elif params is not None and name in d["_modules"]:
             if value is not None:
@@ -233,11 +233,13 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _drop(self, name: str) -> None:
-        """Forgets ``name`` as an attribute, parameter, buffer or submodule (before re-registering)."""
+    def _drop(self, name: str, keep: str) -> None:
+        """Forgets ``name`` as a plain attribute and in the tables other than ``keep`` (before
+        registering it in ``keep``, where an existing entry keeps its place, as in PyTorch)."""
         self.__dict__.pop(name, None)
         for table in ("_parameters", "_buffers", "_modules"):
-            self.__dict__[table].pop(name, None)
+            if table != keep:
+                self.__dict__[table].pop(name, None)
         self._non_persistent_buffers_set.discard(name)
 
     def __getattr__(self, name: str) -> Any:
