@@ -240,7 +240,7 @@ fn var_mean(
 
 /// `one_hot(tensor, num_classes=-1)`: int64 one-hot rows (-1: one more than the largest value).
 #[pyfunction]
-#[pyo3(signature = (tensor, num_classes=-1))]
+#[pyo3(signature = (tensor, num_classes=-1), text_signature = "(tensor, num_classes=-1)")]
 fn one_hot(py: Python<'_>, tensor: &Bound<'_, PyAny>, num_classes: i64) -> PyResult<Py<PyAny>> {
     let t = expect_tensor(tensor, "one_hot's tensor")?;
     let c = match num_classes {

@@ -218,7 +218,7 @@ class ModuleDict(Module):
         >>> list(tg.nn.ModuleDict({"a": tg.nn.ReLU()}).values())
         [ReLU()]
         """
-        return self._modules.values()  # type: ignore[return-value]
+        return self._modules.values()
 
     def items(self) -> Iterable[tuple[str, Module]]:
         """``(name, module)`` pairs.
@@ -227,7 +227,7 @@ class ModuleDict(Module):
         >>> list(tg.nn.ModuleDict({"a": tg.nn.ReLU()}).items())
         [('a', ReLU())]
         """
-        return self._modules.items()  # type: ignore[return-value]
+        return self._modules.items()
 
     def pop(self, key: str) -> Module:
         """Removes ``key`` and returns its module.
@@ -236,7 +236,7 @@ class ModuleDict(Module):
         >>> tg.nn.ModuleDict({"a": tg.nn.ReLU()}).pop("a")
         ReLU()
         """
-        return self._modules.pop(key)  # type: ignore[return-value]
+        return self._modules.pop(key)
 
     def update(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]]) -> None:
         """Adds or replaces modules from a mapping or ``(name, module)`` pairs.
