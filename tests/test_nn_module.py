@@ -345,3 +345,16 @@ def test_module_with_custom_function():
     g = 3 * z * z  # d/dz sum(z**3)
     np.testing.assert_allclose(net.fc.weight.grad.numpy(), g.T @ a, rtol=1e-12)
     np.testing.assert_allclose(net.fc.bias.grad.numpy(), g.sum(0), rtol=1e-12)
+
+
+def test_deepcopy_and_pickle_keep_parameters_marked():
+    import copy
+    import pickle
+
+    net = Net()
+    for clone in (copy.deepcopy(net), pickle.loads(pickle.dumps(net))):
+        assert [n for n, _ in clone.named_parameters()] == [n for n, _ in net.named_parameters()]
+        assert all(isinstance(p, nn.Parameter) and p.requires_grad for p in clone.parameters())
+        assert clone.head is clone.tied and clone.head.weight is not net.head.weight
+        x = tg.randn(2, 2)
+        np.testing.assert_array_equal(clone(x).detach().numpy(), net(x).detach().numpy())

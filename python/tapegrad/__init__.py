@@ -6,7 +6,7 @@ The contract is ``docs/api.md`` in the repository; the native module is ``tapegr
 import builtins
 
 from . import _tapegrad as _C
-from . import autograd, nn
+from . import autograd, cuda, nn
 from ._anomaly import detect_anomaly
 from ._errors import SavedTensorModifiedError
 from ._function import Function, FunctionCtx, autograd_function, custom_gradient, once_differentiable
@@ -92,6 +92,7 @@ from ._tapegrad import (
     ones,
     rand,
     randn,
+    set_printoptions,
     stack,
     tensor,
     zeros,
@@ -115,10 +116,30 @@ def cuda_is_available() -> builtins.bool:
     return False
 
 
+def is_tensor(obj: object) -> builtins.bool:
+    """Whether ``obj`` is a tapegrad tensor.
+
+    >>> import tapegrad as tg
+    >>> tg.is_tensor(tg.zeros(2)), tg.is_tensor([1.0])
+    (True, False)
+    """
+    return isinstance(obj, Tensor)
+
+
+def numel(input: Tensor) -> int:
+    """The number of elements of ``input``.
+
+    >>> import tapegrad as tg
+    >>> tg.numel(tg.zeros(2, 3))
+    6
+    """
+    return input.numel()
+
+
 __all__ = [
     # tensors and dtypes
     "Tensor", "dtype", "device", "float32", "float64", "int64", "bool", "float", "double", "long",
-    "cuda_is_available",
+    "cuda_is_available", "cuda", "is_tensor", "numel", "set_printoptions",
     # factories
     "tensor", "from_numpy", "zeros", "ones", "empty", "randn", "rand", "full", "arange", "eye",
     "zeros_like", "ones_like", "randn_like", "rand_like", "full_like", "empty_like", "manual_seed",

@@ -12,6 +12,7 @@ mod tensor;
 mod tensor_index;
 mod tensor_nn;
 mod tensor_ops;
+mod tensor_protocol;
 
 use pyo3::prelude::*;
 
@@ -28,6 +29,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     autograd::register(m)?;
     function::register(m)?;
     tensor_nn::register(m)?;
+    tensor_protocol::register(m)?;
     autograd::install_hooks();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);
     Ok(())

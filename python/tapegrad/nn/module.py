@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import tapegrad as tg
 
 from .._tapegrad import Tensor
-from .parameter import Parameter, is_parameter
+from .parameter import Parameter, _mark, is_parameter
 
 _hook_ids = itertools.count()
 
@@ -256,6 +256,13 @@ class Module:
                 self._non_persistent_buffers_set.discard(name)
                 return
         object.__delattr__(self, name)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # copy.deepcopy and pickle rebuild the tensors; the copies of parameters are marked again.
+        self.__dict__.update(state)
+        for name, p in self._parameters.items():
+            if p is not None and not is_parameter(p):
+                self._parameters[name] = _mark(p)
 
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules))
