@@ -208,6 +208,11 @@ def test_scatter_add_values_grad_errors():
     # a smaller index covers only part of src
     r = tg.zeros(3, dtype=tg.float64).scatter_add(0, tg.tensor([1]), tg.tensor([5.0, 7.0], dtype=tg.float64))
     assert r.detach().numpy().tolist() == [0.0, 5.0, 0.0]
+    # int64 too (as in PyTorch), exactly
+    r = tg.zeros(3, dtype=tg.int64).scatter_add(0, tg.tensor([2, 2]), tg.tensor([2**60, 5]))
+    assert r.tolist() == [0, 0, 2**60 + 5]
+    r = tg.zeros(2, 2, dtype=tg.int64).index_add(1, tg.tensor([1, 1]), tg.ones(2, 2, dtype=tg.int64))
+    assert r.tolist() == [[0, 2], [0, 2]]
     with pytest.raises(IndexError):
         tg.zeros(3).scatter_add(0, tg.tensor([3]), tg.ones(1))
     with pytest.raises(RuntimeError):

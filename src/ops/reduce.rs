@@ -457,19 +457,30 @@ impl Tensor {
     /// A zero tensor of `shape` into which `src` is added at `index` along `dim` (gather's adjoint).
     pub fn scatter_add_zeros(shape: &[usize], dim: usize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         let idx = index.to_array::<i64>()?;
-        let out = dispatch_float!(src.dtype(), "scatter_add", T => {
+        /// Adds `src` into zeros at `index` along `dim` with `add` (wrapping for int64, as in PyTorch).
+        fn kernel<T: Element>(
+            shape: &[usize],
+            dim: usize,
+            idx: &ArrayD<i64>,
+            src: &Tensor,
+            add: fn(T, T) -> T,
+        ) -> Result<Tensor> {
             let s = src.to_array::<T>()?;
-            let mut out = ArrayD::<T>::zeros(IxDyn(shape));
+            let mut out = ArrayD::<T>::from_elem(IxDyn(shape), T::default());
             for (pos, &i) in idx.indexed_iter() {
                 let mut p = pos.slice().to_vec();
                 p[dim] = i as usize;
                 let v = s.get(pos.clone()).copied().unwrap_or(T::default());
                 if let Some(o) = out.get_mut(IxDyn(&p)) {
-                    *o += v;
+                    *o = add(*o, v);
                 }
             }
-            Tensor::from_array(out)
-        });
+            Ok(Tensor::from_array(out))
+        }
+        let out = match src.dtype() {
+            DType::Int64 => kernel::<i64>(shape, dim, &idx, src, i64::wrapping_add)?,
+            _ => dispatch_float!(src.dtype(), "scatter_add", T => kernel::<T>(shape, dim, &idx, src, |a, b| a + b)?),
+        };
         record("ScatterAddBackward", &[src], &[&out], || {
             (ScatterAddBackward { dim }, vec![Save::Input(index.clone())])
         });
