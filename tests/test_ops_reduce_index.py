@@ -305,3 +305,33 @@ def test_integer_indexing_second_order_and_errors():
     with pytest.raises(IndexError):
         x[[0]] = 1.0  # integer-tensor assignment is not supported (see docs/api.md)
     assert x[[]].shape == (0, 4)
+
+
+# ---- prod -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (0, False), (1, True), (-1, False)])
+def test_prod_values_and_gradients(dim, keepdim):
+    a = RNG.uniform(0.5, 1.5, size=(3, 4)) * RNG.choice([-1, 1], size=(3, 4))
+    want = np.prod(a) if dim is None else np.prod(a, axis=dim, keepdims=keepdim)
+    np.testing.assert_allclose(tg.tensor(a).prod(dim, keepdim).detach().numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(tg.prod(tg.tensor(a), dim, keepdim).detach().numpy(), want, rtol=1e-12)
+    f = (lambda t: t.prod()) if dim is None else (lambda t: t.prod(dim, keepdim))
+    assert gradcheck(f, (leaf(a),))
+    assert gradgradcheck(f, (leaf(a),))
+    # with zeros: one zero in a slice, two zeros in another (exact products of the others)
+    z = a.copy()
+    z[0, 1] = 0.0
+    z[2, 0] = z[2, 3] = 0.0
+    assert gradcheck(f, (leaf(z),))
+    assert gradgradcheck(f, (leaf(z),))
+
+
+def test_prod_dtypes():
+    assert tg.tensor([2, 3, 4]).prod().item() == 24 and tg.tensor([2, 3]).prod().dtype == tg.int64
+    assert tg.tensor([True, True]).prod().dtype == tg.int64
+    assert tg.tensor([2**62, 4]).prod().item() == 0  # wraps, as in PyTorch
+    assert tg.tensor([1, 2]).prod(dtype=tg.float64).dtype == tg.float64
+    assert tg.zeros(0).prod().item() == 1.0 and tg.tensor(3.0).prod(0).item() == 3.0
+    with pytest.raises(IndexError):
+        tg.zeros(2).prod(1)

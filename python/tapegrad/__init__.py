@@ -67,6 +67,7 @@ from ._functional_nn import (
     log_softmax,
     logsumexp,
     min,
+    prod,
     scatter_add,
     softmax,
     std,
@@ -155,5 +156,5 @@ __all__ = [
     "autograd", "detect_anomaly",
     # the operations tg.nn needs, and tg.nn
     "softmax", "log_softmax", "logsumexp", "amax", "amin", "min", "argmin", "var", "std", "var_mean",
-    "gather", "scatter_add", "index_select", "index_add", "nn",
+    "gather", "scatter_add", "index_select", "index_add", "prod", "nn",
 ]

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "softmax", "log_softmax", "logsumexp", "amax", "amin", "min", "argmin", "var", "std", "var_mean",
-    "gather", "scatter_add", "index_select", "index_add",
+    "gather", "scatter_add", "index_select", "index_add", "prod",
 ]
 
 var_mean = _C.var_mean
@@ -172,3 +172,13 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
     tensor([0., 0., 2.])
     """
     return input.index_add(dim, index, source, alpha=alpha)
+
+
+def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: _DTypeLike | None = None) -> Tensor:
+    """Product of all elements, or along ``dim`` (integers give int64).
+
+    >>> import tapegrad as tg
+    >>> tg.prod(tg.tensor([[1., 2.], [3., 4.]]), 1)
+    tensor([ 2., 12.])
+    """
+    return input.prod(dim, keepdim, dtype=dtype)

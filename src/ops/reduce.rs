@@ -174,6 +174,69 @@ impl Backward for AmaxBackward {
     }
 }
 
+/// Backward of prod: the product of the other elements of each slice. Without zeros that is
+/// `out / x`; with a zero, each slice's products of the others are computed directly (an `n x n`
+/// masked product per slice). Both are written with differentiable operations, so the formula
+/// differentiates again.
+struct ProdBackward {
+    /// The reduced dimension; None: all of them.
+    dim: Option<usize>,
+    keepdim: bool,
+}
+
+impl Backward for ProdBackward {
+    fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let Some(mut g) = grads.into_iter().next().flatten() else {
+            return Ok(vec![None]);
+        };
+        let saved = node.unpack_saved()?;
+        let (x, mut out) = (saved[0].clone(), saved[1].clone());
+        let shape: Vec<isize> = x.shape().iter().map(|&d| d as isize).collect();
+        match self.dim {
+            Some(d) if !self.keepdim => {
+                g = g.unsqueeze(d as isize)?;
+                out = out.unsqueeze(d as isize)?;
+            }
+            None => {
+                let ones = vec![1isize; x.ndim()];
+                g = g.reshape(&ones)?;
+                out = out.reshape(&ones)?;
+            }
+            _ => {}
+        }
+        let has_zero = x.detach().to_f64_vec()?.iter().any(|&v| v == 0.0);
+        if !has_zero {
+            return Ok(vec![Some(g.mul(&out.div(&x)?)?)]);
+        }
+        // Slices along the last dimension: all elements (dim None) or `dim` moved last.
+        let (xs, perm) = match self.dim {
+            None => (x.reshape(&[-1])?, None),
+            Some(d) => {
+                let mut p: Vec<isize> = (0..x.ndim() as isize).filter(|&i| i != d as isize).collect();
+                p.push(d as isize);
+                (x.permute(&p)?, Some(p))
+            }
+        };
+        let n = *xs.shape().last().unwrap_or(&1);
+        let mut big = xs.shape().to_vec();
+        big.insert(big.len() - 1, n);
+        let eye = Tensor::eye(n, n, DType::Bool)?;
+        let others = Tensor::where_(&eye, &Tensor::ones(&[], x.dtype())?, &xs.unsqueeze(-2)?.expand(&big)?)?
+            .prod(Some(-1), false)?;
+        let others = match perm {
+            None => others.reshape(&shape)?,
+            Some(p) => {
+                let mut inv = vec![0isize; p.len()];
+                for (i, &d) in p.iter().enumerate() {
+                    inv[d as usize] = i as isize;
+                }
+                others.permute(&inv)?
+            }
+        };
+        Ok(vec![Some(g.mul(&others)?)])
+    }
+}
+
 struct MaxDimBackward {
     input_shape: Vec<usize>,
     dim: usize,
@@ -274,6 +337,57 @@ impl Tensor {
             .collect();
         let s = self.sum(Some(&dims), true)?;
         s.reshape(&shape.iter().map(|&d| d as isize).collect::<Vec<_>>())
+    }
+
+    /// Product of all elements (dim None) or along `dim`. Integer and bool inputs give int64
+    /// (wrapping on overflow, as in PyTorch).
+    pub fn prod(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return self.to_dtype(DType::Int64)?.prod(dim, keepdim);
+        }
+        let rd: Vec<usize> = match dim {
+            None => (0..self.ndim()).collect(),
+            Some(d) => {
+                let d = wrap_dim(d, self.ndim())?;
+                if self.ndim() == 0 {
+                    vec![]
+                } else {
+                    vec![d]
+                }
+            }
+        };
+        let out_keep = dim.is_some() && keepdim;
+        let out_shape = reduced_shape(self.shape(), &rd, out_keep);
+        fn kernel<T: Element>(
+            t: &Tensor,
+            dims: &[usize],
+            shape: &[usize],
+            one: T,
+            mul: fn(T, T) -> T,
+        ) -> Result<Tensor> {
+            crate::tensor::create::check_alloc(t.shape(), T::DTYPE)?;
+            t.with_view(|v: ArrayViewD<T>| {
+                let mut acc: ArrayD<T> = v.to_owned();
+                for &d in dims.iter().rev() {
+                    acc = acc.fold_axis(Axis(d), one, |&a, &b| mul(a, b));
+                }
+                Tensor::from_vec(acc.iter().copied().collect(), shape)
+            })?
+        }
+        let out = match self.dtype() {
+            DType::Float32 => kernel::<f32>(self, &rd, &out_shape, 1.0, |a, b| a * b)?,
+            DType::Float64 => kernel::<f64>(self, &rd, &out_shape, 1.0, |a, b| a * b)?,
+            _ => kernel::<i64>(self, &rd, &out_shape, 1, i64::wrapping_mul)?,
+        };
+        let bd = match dim {
+            Some(_) if self.ndim() > 0 => Some(rd[0]),
+            Some(_) => None,
+            None => None,
+        };
+        record("ProdBackward", &[self], &[&out], || {
+            (ProdBackward { dim: bd, keepdim: out_keep }, vec![Save::Input(self.clone()), Save::Output(0)])
+        });
+        Ok(out)
     }
 
     /// The largest element (NaN if any is NaN).

@@ -143,6 +143,18 @@ impl PyTensor {
             }
         }
     }
+    /// Product of all elements, or along `dim`.
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn prod(
+        &self,
+        py: Python<'_>,
+        dim: Option<isize>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let x = with_dtype(&self.inner, dtype)?;
+        wrap(py, run(py, x.numel(), || x.prod(dim, keepdim))?)
+    }
     /// Index of the smallest value: of the flattened tensor, or along `dim`.
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn argmin(&self, py: Python<'_>, dim: Option<isize>, keepdim: bool) -> PyResult<Py<PyAny>> {
