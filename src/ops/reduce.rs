@@ -204,7 +204,7 @@ impl Backward for ProdBackward {
             }
             _ => {}
         }
-        let has_zero = x.detach().to_f64_vec()?.iter().any(|&v| v == 0.0);
+        let has_zero = x.detach().to_f64_vec()?.contains(&0.0);
         if !has_zero {
             return Ok(vec![Some(g.mul(&out.div(&x)?)?)]);
         }
