@@ -301,3 +301,67 @@ def test_state_dict_keys_match_torch():
         assert list(a.state_dict()) == list(b.state_dict())
         assert [n for n, _ in a.named_modules()] == [n for n, _ in b.named_modules()]
         assert repr(a) == repr(b)
+
+
+@pytest.mark.parametrize("mask", ["none", "bool", "float", "causal"])
+def test_scaled_dot_product_attention_matches_torch(mask):
+    q, k, v = x(2, 3, 4, 5), x(2, 3, 6, 5), x(2, 3, 6, 5)
+    kw_tg, kw_t = {}, {}
+    if mask == "bool":
+        m = RNG.random((4, 6)) < 0.6
+        m[:, 0] = True
+        kw_tg["attn_mask"], kw_t["attn_mask"] = tg.tensor(m), torch.tensor(m)
+    elif mask == "float":
+        m = x(4, 6)
+        kw_tg["attn_mask"], kw_t["attn_mask"] = tg.tensor(m), torch.tensor(m)
+    elif mask == "causal":
+        kw_tg["is_causal"] = kw_t["is_causal"] = True
+    a_tg = [tg.tensor(a, requires_grad=True) for a in (q, k, v)]
+    a_t = [torch.tensor(a, requires_grad=True) for a in (q, k, v)]
+    o_tg = tg.nn.functional.scaled_dot_product_attention(*a_tg, scale=0.3, **kw_tg)
+    o_t = torch.nn.functional.scaled_dot_product_attention(*a_t, scale=0.3, **kw_t)
+    np.testing.assert_allclose(o_tg.detach().numpy(), o_t.detach().numpy(), **TOL)
+    g = x(*o_t.shape)
+    o_tg.backward(tg.tensor(g))
+    o_t.backward(torch.tensor(g))
+    for a, b in zip(a_tg, a_t):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), **TOL)
+
+
+def test_index_operations_match_torch():
+    a = x(3, 4, 5)
+    keys = [
+        lambda L: ([2, 0],),
+        lambda L: (slice(None), L.tensor([[1, 3], [0, 0]]), slice(1, 4)),
+        lambda L: (L.tensor([0, 2]), slice(None), L.tensor([4, -1])),
+        lambda L: (1, L.tensor([3, 2, 1])),
+        lambda L: (Ellipsis, L.tensor([[0], [4]]), None),
+    ]
+    for key in keys:
+        at, ap = tg.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+        ot, op = at[key(tg)], ap[key(torch)]
+        np.testing.assert_array_equal(ot.detach().numpy(), op.detach().numpy())
+        g = x(*op.shape)
+        ot.backward(tg.tensor(g))
+        op.backward(torch.tensor(g))
+        np.testing.assert_allclose(at.grad.numpy(), ap.grad.numpy(), **TOL)
+    gidx = np.array([[[0, 2, 1, 3, 0], [3, 3, 1, 0, 2]]] * 3)
+    ops = [
+        ("gather", lambda t, L: t.gather(1, L.tensor(gidx))),
+        ("index_select", lambda t, L: t.index_select(2, L.tensor([4, 0, 4]))),
+        ("amax", lambda t, L: t.amax((0, 2))),
+        ("logsumexp", lambda t, L: t.logsumexp(1, keepdim=True)),
+        ("var", lambda t, L: t.var((0, 1), correction=0)),
+        ("prod", lambda t, L: t.prod(1)),
+        ("min", lambda t, L: t.min(2).values),
+        ("index_add", lambda t, L: t.index_add(1, L.tensor([0, 0]), t[:, 1:3] * 2)),
+        ("scatter_add", lambda t, L: t.scatter_add(1, L.tensor(gidx), t[:, :2] * 3)),
+    ]
+    for name, f in ops:
+        at, ap = tg.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+        ot, op = f(at, tg), f(ap, torch)
+        np.testing.assert_allclose(ot.detach().numpy(), op.detach().numpy(), err_msg=name, **TOL)
+        g = x(*op.shape)
+        ot.backward(tg.tensor(g))
+        op.backward(torch.tensor(g))
+        np.testing.assert_allclose(at.grad.numpy(), ap.grad.numpy(), err_msg=name, **TOL)
