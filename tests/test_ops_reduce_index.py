@@ -271,6 +271,12 @@ def test_one_hot():
         lambda: (Ellipsis, [0, 3]),
         lambda: (None, [1, 2]),
         lambda: (1, [0, 2], slice(1, 3)),
+        # a bool mask beside other indices stands for the coordinates of its true elements
+        lambda: (np.array([True, False, True]), [0, 2]),
+        lambda: (np.array([True, False, True]), slice(None), np.array([4, 1])),
+        lambda: (np.array([[True, False, False, True], [False] * 4, [True, True, False, False]]), [0, 1, 2, 3]),
+        lambda: (1, np.array([True, False, True, True]), slice(1, 3)),
+        lambda: (Ellipsis, np.array([True, False, True, False, True])),
     ],
 )
 def test_integer_indexing_matches_numpy(key):
@@ -304,6 +310,10 @@ def test_integer_indexing_second_order_and_errors():
         x[[0, 1], [0, 1, 2]]  # shapes do not broadcast
     with pytest.raises(IndexError):
         x[[0]] = 1.0  # integer-tensor assignment is not supported (see docs/api.md)
+    with pytest.raises(IndexError, match="shape of the mask"):
+        x[:, tg.tensor([True, False])]
+    with pytest.raises(IndexError):
+        x[True, [0]]  # a 0-d mask beside other indices
     assert x[[]].shape == (0, 4)
 
 

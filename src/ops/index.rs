@@ -194,8 +194,9 @@ impl Tensor {
         if let [IndexItem::Mask(mask)] = items {
             return self.masked_select(mask);
         }
-        if items.iter().any(|i| matches!(i, IndexItem::Tensor(_))) {
-            return self.index_advanced(items);
+        let has_mask = items.iter().any(|i| matches!(i, IndexItem::Mask(_)));
+        if items.iter().any(|i| matches!(i, IndexItem::Tensor(_))) || (has_mask && items.len() > 1) {
+            return self.index_advanced(&masks_as_coordinates(self.shape(), items)?);
         }
         let layout = basic_layout(self, items)?;
         let out = self.alias_with_layout(layout);
@@ -571,6 +572,66 @@ impl Tensor {
     pub fn scalar_tensor(s: Scalar, dtype: DType) -> Result<Tensor> {
         Tensor::full(&[], s, dtype)
     }
+}
+
+/// A bool mask beside other indices stands for the coordinates of its true elements, one int64
+/// tensor per mask dimension (NumPy's rule, which PyTorch follows). A 0-d mask there is refused.
+fn masks_as_coordinates(shape_in: &[usize], items: &[IndexItem]) -> Result<Vec<IndexItem>> {
+    let width = |it: &IndexItem| match it {
+        IndexItem::Int(_) | IndexItem::Slice { .. } | IndexItem::Tensor(_) => 1,
+        IndexItem::Mask(m) => m.ndim(),
+        IndexItem::NewAxis | IndexItem::Ellipsis => 0,
+    };
+    let consumed: usize = items.iter().map(width).sum();
+    let mut out = Vec::with_capacity(items.len());
+    // The dimension of the indexed tensor the next item starts at.
+    let mut src = 0usize;
+    for it in items {
+        if matches!(it, IndexItem::Ellipsis) {
+            src += shape_in.len().saturating_sub(consumed);
+        }
+        let IndexItem::Mask(m) = it else {
+            src += width(it);
+            out.push(it.clone());
+            continue;
+        };
+        let k = m.ndim();
+        if src + k > shape_in.len() || m.shape() != &shape_in[src..src + k] {
+            return Err(Error::index(format!(
+                "The shape of the mask {} at index {src} does not match the shape of the indexed tensor {}",
+                fmt_shape(m.shape()),
+                fmt_shape(shape_in)
+            )));
+        }
+        src += k;
+        if m.dtype() != DType::Bool {
+            return Err(Error::index(format!(
+                "tensors used as indices must be int64 or bool tensors, got {}",
+                m.dtype()
+            )));
+        }
+        if m.ndim() == 0 {
+            return Err(Error::index("a 0-d boolean index (True/False) cannot be combined with other indices"));
+        }
+        let shape = m.shape().to_vec();
+        let flags = m.to_vec::<bool>()?;
+        let mut coords: Vec<Vec<i64>> = vec![Vec::new(); shape.len()];
+        for (flat, &on) in flags.iter().enumerate() {
+            if !on {
+                continue;
+            }
+            let mut rest = flat;
+            for d in (0..shape.len()).rev() {
+                coords[d].push((rest % shape[d]) as i64);
+                rest /= shape[d];
+            }
+        }
+        for c in coords {
+            let n = c.len();
+            out.push(IndexItem::Tensor(Tensor::from_vec(c, &[n])?));
+        }
+    }
+    Ok(out)
 }
 
 /// `value` without the leading size-1 dimensions that make it longer than `ndim`.
