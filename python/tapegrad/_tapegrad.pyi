@@ -523,3 +523,14 @@ def var_mean(
     correction: _float | None = None,
 ) -> tuple[Tensor, Tensor]: ...
 def one_hot(tensor: Tensor, num_classes: _int = -1) -> Tensor: ...
+# tg.optim (issue 16): one native update per parameter group (src/python/optim.rs).
+__all__ += ["_optimizer_step"]
+
+def _optimizer_step(
+    kind: _str,
+    params: Sequence[Tensor],
+    grads: Sequence[Tensor],
+    states: Sequence[Sequence[Tensor | None]],
+    steps: Sequence[Tensor | None],
+    hyper: dict[_str, Any],
+) -> list[list[Tensor]]: ...

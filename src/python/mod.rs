@@ -8,6 +8,7 @@ mod ctx;
 mod errors;
 mod function;
 mod identity;
+mod optim;
 mod tensor;
 mod tensor_index;
 mod tensor_nn;
@@ -29,6 +30,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     autograd::register(m)?;
     function::register(m)?;
     tensor_nn::register(m)?;
+    optim::register(m)?;
     tensor_protocol::register(m)?;
     autograd::install_hooks();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);
