@@ -358,3 +358,25 @@ def test_deepcopy_and_pickle_keep_parameters_marked():
         assert clone.head is clone.tied and clone.head.weight is not net.head.weight
         x = tg.randn(2, 2)
         np.testing.assert_array_equal(clone(x).detach().numpy(), net(x).detach().numpy())
+
+
+def test_with_optim_and_save_load(tmp_path):
+    """Module.parameters() plugs into tg.optim; a state_dict goes through tg.save/tg.load."""
+    tg.manual_seed(0)
+    net = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))
+    opt = tg.optim.Adam(net.parameters(), lr=0.02)
+    X = tg.randn(32, 3)
+    Y = X.sum(1, keepdim=True)
+    first = None
+    for _ in range(150):
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(net(X), Y)
+        loss.backward()
+        opt.step()
+        first = first if first is not None else loss.item()
+    assert loss.item() < 0.05 * first
+    path = tmp_path / "ck.tg"
+    tg.save(net.state_dict(), str(path))
+    other = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))
+    assert repr(other.load_state_dict(tg.load(str(path)))) == "<All keys matched successfully>"
+    np.testing.assert_array_equal(other(X).detach().numpy(), net(X).detach().numpy())
