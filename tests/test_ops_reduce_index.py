@@ -345,3 +345,19 @@ def test_prod_dtypes():
     assert tg.zeros(0).prod().item() == 1.0 and tg.tensor(3.0).prod(0).item() == 3.0
     with pytest.raises(IndexError):
         tg.zeros(2).prod(1)
+
+
+def test_prod_gradient_of_long_slices_with_zeros():
+    """Past the n x n budget the gradient still is the exact product of the others."""
+    n = 3000
+    a = RNG.uniform(0.999, 1.001, size=(2, n))
+    a[0, 5] = 0.0  # one zero in row 0
+    a[1, 7] = a[1, 9] = 0.0  # two in row 1
+    x = leaf(a)
+    x.prod(1).sum().backward()
+    want = np.zeros_like(a)
+    want[0, 5] = np.prod(np.delete(a[0], 5))
+    np.testing.assert_allclose(x.grad.detach().numpy(), want, rtol=1e-10, atol=0)
+    y = leaf(a[0])
+    y.prod().backward()
+    np.testing.assert_allclose(y.grad.detach().numpy(), want[0], rtol=1e-10, atol=0)

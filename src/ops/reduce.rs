@@ -174,6 +174,9 @@ impl Backward for AmaxBackward {
     }
 }
 
+/// Above this many elements (numel times slice length) ProdBackward does not form the n x n products.
+const PROD_EXACT_BUDGET: usize = 1 << 22;
+
 /// Backward of prod: the product of the other elements of each slice. Without zeros that is
 /// `out / x`; with a zero, each slice's products of the others are computed directly (an `n x n`
 /// masked product per slice). Both are written with differentiable operations, so the formula
@@ -207,6 +210,34 @@ impl Backward for ProdBackward {
         let has_zero = x.detach().to_f64_vec()?.contains(&0.0);
         if !has_zero {
             return Ok(vec![Some(g.mul(&out.div(&x)?)?)]);
+        }
+        let n_slice = match self.dim {
+            None => x.numel(),
+            Some(d) => x.shape()[d],
+        };
+        if x.numel().saturating_mul(n_slice) > PROD_EXACT_BUDGET {
+            // Too large for the n x n products: the first derivative from zero counts (exact);
+            // its own derivative treats the zero pattern as fixed.
+            let zero = x.detach().compare_scalar(0.0, super::elementwise::Cmp::Eq)?;
+            let one = Tensor::ones(&[], x.dtype())?;
+            let nz = Tensor::where_(&zero, &one, &x)?;
+            let (p_nz, count) = match self.dim {
+                None => {
+                    let ones = vec![1isize; x.ndim()];
+                    (
+                        nz.prod(None, false)?.reshape(&ones)?,
+                        zero.to_dtype(DType::Int64)?.sum(None, false)?.reshape(&ones)?,
+                    )
+                }
+                Some(d) => {
+                    (nz.prod(Some(d as isize), true)?, zero.to_dtype(DType::Int64)?.sum(Some(&[d as isize]), true)?)
+                }
+            };
+            let zero_t = Tensor::zeros(&[], x.dtype())?;
+            let at_zero = Tensor::where_(&count.eq_scalar(1)?, &p_nz, &zero_t)?;
+            let elsewhere = Tensor::where_(&count.eq_scalar(0)?, &p_nz.div(&nz)?, &zero_t)?;
+            let others = Tensor::where_(&zero, &at_zero, &elsewhere)?;
+            return Ok(vec![Some(g.mul(&others)?)]);
         }
         // Slices along the last dimension: all elements (dim None) or `dim` moved last.
         let (xs, perm) = match self.dim {
