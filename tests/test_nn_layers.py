@@ -275,6 +275,8 @@ def test_multihead_attention_against_numpy():
     np.testing.assert_allclose(val(w), a, rtol=1e-10)
     np.testing.assert_allclose(val(out), o, rtol=1e-10)
     assert gradcheck(lambda q: m(q, q, q)[0], (leaf(x),))
+    with pytest.raises(RuntimeError, match="Need attn_mask"):
+        m(tg.tensor(x), tg.tensor(x), tg.tensor(x), is_causal=True)
     with pytest.raises(AssertionError):
         nn.MultiheadAttention(5, 2)
     with pytest.raises(NotImplementedError):

@@ -813,10 +813,8 @@ class MultiheadAttention(Module):
                 raise RuntimeError(f"attn_mask's dimension {attn_mask.ndim} is not supported")
             scores = scores + additive(m)
         elif is_causal:
-            import numpy as np
-
-            causal = tg.tensor(np.triu(np.ones((L, S), dtype=bool), 1))
-            scores = scores + additive(causal)
+            # As in PyTorch: is_causal is only a hint about attn_mask, which must be given.
+            raise RuntimeError("Need attn_mask if specifying the is_causal hint.")
         if key_padding_mask is not None:
             if tuple(key_padding_mask.shape) != (N, S):
                 raise AssertionError(f"expecting key_padding_mask shape of {(N, S)}, but got {tuple(key_padding_mask.shape)}")
