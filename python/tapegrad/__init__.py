@@ -6,7 +6,7 @@ The contract is ``docs/api.md`` in the repository; the native module is ``tapegr
 import builtins
 
 from . import _tapegrad as _C
-from . import autograd, cuda
+from . import autograd, cuda, optim, utils
 from ._anomaly import detect_anomaly
 from ._errors import SavedTensorModifiedError
 from ._function import Function, FunctionCtx, autograd_function, custom_gradient, once_differentiable
@@ -57,7 +57,9 @@ from ._functional import (
     unsqueeze,
     zeros_like,
 )
+from ._generator import Generator
 from ._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._serialization import load, save
 from ._tapegrad import (
     Tensor,
     arange,
@@ -137,4 +139,6 @@ __all__ = [
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "Function", "FunctionCtx",
     "autograd_function", "custom_gradient", "once_differentiable", "SavedTensorModifiedError",
     "autograd", "detect_anomaly",
+    # optimizers, data loading, saving (issue 16)
+    "optim", "utils", "save", "load", "Generator",
 ]

@@ -478,3 +478,15 @@ def _run_grad(
 # Function.apply: returns what the user's forward returns (a tensor, a tuple of them, ...).
 def _function_apply(cls: type[Any], *args: Any, **kwargs: Any) -> Any: ...
 def _function_apply_named(cls: type[Any], values: tuple[Any, ...], names: Sequence[_str]) -> Any: ...
+
+# tg.optim (issue 16): one native update per parameter group (src/python/optim.rs).
+__all__ += ["_optimizer_step"]
+
+def _optimizer_step(
+    kind: _str,
+    params: Sequence[Tensor],
+    grads: Sequence[Tensor],
+    states: Sequence[Sequence[Tensor | None]],
+    steps: Sequence[Tensor | None],
+    hyper: dict[_str, Any],
+) -> list[list[Tensor]]: ...

@@ -8,6 +8,7 @@ mod ctx;
 mod errors;
 mod function;
 mod identity;
+mod optim;
 mod tensor;
 mod tensor_index;
 mod tensor_ops;
@@ -27,6 +28,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     convert::register(m)?;
     autograd::register(m)?;
     function::register(m)?;
+    optim::register(m)?;
     tensor_protocol::register(m)?;
     autograd::install_hooks();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);
