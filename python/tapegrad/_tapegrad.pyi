@@ -17,7 +17,7 @@ import numpy.typing as npt
 from typing_extensions import Self, TypeAlias, disjoint_base
 
 from tapegrad._function import _NeedsInputGrad, _SavedMapping
-from tapegrad._types import max_result
+from tapegrad._types import max_result, min_result
 
 __all__ = [
     "Tensor", "dtype", "device", "Node", "RemovableHandle", "FunctionCtx", "float32", "float64", "int64", "bool",
@@ -84,6 +84,7 @@ __all__ = [
     "lerp",
     "addcmul",
     "addcdiv",
+    "var_mean", "one_hot",
     "_rebuild_tensor", "set_printoptions",
 ]
 
@@ -381,6 +382,39 @@ class Tensor:
     @overload
     def max(self, dim: _int, keepdim: _bool = False) -> max_result: ...
     def argmax(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor: ...
+
+    # the operations tg.nn needs (src/python/tensor_nn.rs)
+    def softmax(self, dim: _int, dtype: _DTypeLike | None = None) -> Tensor: ...
+    def log_softmax(self, dim: _int, dtype: _DTypeLike | None = None) -> Tensor: ...
+    def logsumexp(self, dim: _Dims, keepdim: _bool = False) -> Tensor: ...
+    def amax(self, dim: _Dims | None = None, keepdim: _bool = False) -> Tensor: ...
+    def amin(self, dim: _Dims | None = None, keepdim: _bool = False) -> Tensor: ...
+    @overload
+    def min(self, dim: None = None, keepdim: _bool = False) -> Tensor: ...
+    @overload
+    def min(self, dim: _int, keepdim: _bool = False) -> min_result: ...
+    def argmin(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor: ...
+    def prod(self, dim: _int | None = None, keepdim: _bool = False, *, dtype: _DTypeLike | None = None) -> Tensor: ...
+    def var(
+        self,
+        dim: _Dims | _bool | None = None,
+        unbiased: _bool | None = None,
+        keepdim: _bool = False,
+        *,
+        correction: _float | None = None,
+    ) -> Tensor: ...
+    def std(
+        self,
+        dim: _Dims | _bool | None = None,
+        unbiased: _bool | None = None,
+        keepdim: _bool = False,
+        *,
+        correction: _float | None = None,
+    ) -> Tensor: ...
+    def gather(self, dim: _int, index: Tensor) -> Tensor: ...
+    def scatter_add(self, dim: _int, index: Tensor, src: Tensor) -> Tensor: ...
+    def index_select(self, dim: _int, index: Tensor) -> Tensor: ...
+    def index_add(self, dim: _int, index: Tensor, source: Tensor, *, alpha: _float = 1.0) -> Tensor: ...
 
     # in place (each returns the tensor itself)
     def add_(self, other: _TensorLike) -> Tensor: ...
@@ -710,6 +744,16 @@ def _run_grad(
 def _function_apply(cls: type[Any], *args: Any, **kwargs: Any) -> Any: ...
 def _function_apply_named(cls: type[Any], values: tuple[Any, ...], names: Sequence[_str]) -> Any: ...
 
+# the operations tg.nn needs (src/python/tensor_nn.rs)
+def var_mean(
+    input: Tensor,
+    dim: _Dims | _bool | None = None,
+    unbiased: _bool | None = None,
+    keepdim: _bool = False,
+    *,
+    correction: _float | None = None,
+) -> tuple[Tensor, Tensor]: ...
+def one_hot(tensor: Tensor, num_classes: _int = -1) -> Tensor: ...
 # tg.optim (issue 16): one native update per parameter group (src/python/optim.rs).
 __all__ += ["_optimizer_step"]
 
