@@ -5,8 +5,8 @@ The contract is ``docs/api.md`` in the repository; the native module is ``tapegr
 
 import builtins
 
+from . import _anomaly, _function, autograd
 from . import _tapegrad as _C
-from . import autograd
 from ._anomaly import detect_anomaly
 from ._errors import SavedTensorModifiedError
 from ._function import Function, FunctionCtx, autograd_function, custom_gradient, once_differentiable
@@ -80,6 +80,18 @@ from ._tapegrad import (
     tensor,
     zeros,
 )
+from ._types import max_result as _max_result
+
+# The helpers the native code calls, handed over once (src/python/helpers.rs).
+_C._install_helpers(
+    function_spec=_function._Spec,
+    saved_mapping=_function._SavedMapping,
+    needs_input_grad=_function._NeedsInputGrad,
+    user_location=_anomaly.user_location,
+    saved_tensor_modified_error=SavedTensorModifiedError,
+    max_result=_max_result,
+)
+del _max_result
 
 where = _C.where
 float = float32

@@ -24,6 +24,7 @@ __all__ = [
     "tensor", "from_numpy", "zeros", "ones", "empty", "randn", "rand", "full", "arange", "eye", "manual_seed",
     "_set_grad_enabled", "is_grad_enabled", "_set_anomaly_enabled", "_set_anomaly_check_nan", "_is_anomaly_enabled",
     "_run_backward", "_run_grad", "cat", "stack", "where", "_function_apply", "_function_apply_named",
+    "_install_helpers",
 ]
 
 _bool: TypeAlias = builtins.bool
@@ -465,3 +466,12 @@ def _run_grad(
 # Function.apply: returns what the user's forward returns (a tensor, a tuple of them, ...).
 def _function_apply(cls: type[Any], *args: Any, **kwargs: Any) -> Any: ...
 def _function_apply_named(cls: type[Any], values: tuple[Any, ...], names: Sequence[_str]) -> Any: ...
+def _install_helpers(
+    *,
+    function_spec: Callable[..., Any],
+    saved_mapping: Callable[..., Any],
+    needs_input_grad: Callable[..., Any],
+    user_location: Callable[[], _str],
+    saved_tensor_modified_error: Callable[..., Any],
+    max_result: Callable[..., Any],
+) -> None: ...

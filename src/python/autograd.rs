@@ -409,7 +409,7 @@ fn _run_grad(
 fn user_location() -> Option<String> {
     Python::attach(|py| {
         let found = (|| -> PyResult<String> {
-            py.import("tapegrad._anomaly")?.getattr("user_location")?.call0()?.extract::<String>()
+            super::helpers::helpers(py)?.user_location.bind(py).call0()?.extract::<String>()
         })();
         match found {
             Ok(location) => Some(location),

@@ -7,6 +7,7 @@ mod convert;
 mod ctx;
 mod errors;
 mod function;
+mod helpers;
 mod identity;
 mod tensor;
 mod tensor_index;
@@ -26,6 +27,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     convert::register(m)?;
     autograd::register(m)?;
     function::register(m)?;
+    helpers::register(m)?;
     autograd::install_hooks();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);
     Ok(())
