@@ -5,7 +5,7 @@ The contract is ``docs/api.md`` in the repository; the native module is ``tapegr
 
 import builtins
 
-from . import _anomaly, _function, autograd
+from . import _anomaly, _function, autograd, utils
 from . import _tapegrad as _C
 from ._anomaly import detect_anomaly
 from ._errors import SavedTensorModifiedError
@@ -127,5 +127,5 @@ __all__ = [
     # autograd
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "Function", "FunctionCtx",
     "autograd_function", "custom_gradient", "once_differentiable", "SavedTensorModifiedError",
-    "autograd", "detect_anomaly",
+    "autograd", "detect_anomaly", "utils",
 ]

@@ -204,12 +204,17 @@ impl Node {
 
     /// The saved tensors, version-checked. Fails when they were released by an earlier backward.
     pub fn unpack_saved(&self) -> Result<Vec<Tensor>> {
-        let slot = self.saved.lock();
-        match &*slot {
-            SavedSlot::Stored(saved) => saved.iter().map(|s| s.unpack(&self.name)).collect(),
-            SavedSlot::Released { had: 0 } => Ok(Vec::new()),
-            SavedSlot::Released { .. } => Err(graph_freed_error()),
-        }
+        // Copied out first: an unpack hook runs Python code, never under this lock (it may read
+        // this node's saved tensors again, or release them).
+        let saved = {
+            let slot = self.saved.lock();
+            match &*slot {
+                SavedSlot::Stored(saved) => saved.clone(),
+                SavedSlot::Released { had: 0 } => return Ok(Vec::new()),
+                SavedSlot::Released { .. } => return Err(graph_freed_error()),
+            }
+        };
+        saved.iter().map(|s| s.unpack(&self.name)).collect()
     }
 
     /// Visits the saved tensors without unpacking them (for drawing the graph); None once released.

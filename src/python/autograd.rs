@@ -9,7 +9,7 @@ use pyo3::types::PyTuple;
 
 use super::tensor::{tensor_list, PyTensor};
 use crate::autograd::node::Node;
-use crate::autograd::{anomaly, engine, grad_mode};
+use crate::autograd::{anomaly, engine, grad_mode, saved};
 use crate::error::{Error, Result};
 use crate::Tensor;
 
@@ -111,12 +111,8 @@ impl PyNode {
             saved.map(|s| {
                 s.iter()
                     .map(|st| {
-                        (
-                            st.peek().shape().to_vec(),
-                            st.peek().dtype().name().to_string(),
-                            st.saved_version(),
-                            st.peek().version(),
-                        )
+                        let (shape, dtype) = st.meta();
+                        (shape, dtype.name().to_string(), st.saved_version(), st.current_version())
                     })
                     .collect()
             })
@@ -440,6 +436,69 @@ fn check_interrupt() -> Result<()> {
     })
 }
 
+/// Python saved-tensor hooks (`tg.autograd.graph.saved_tensors_hooks`).
+struct PySavedHooks {
+    pack: Py<PyAny>,
+    unpack: Arc<Py<PyAny>>,
+}
+
+/// What a Python pack hook returned, and the unpack hook to give it back.
+struct PyPacked {
+    value: Py<PyAny>,
+    unpack: Arc<Py<PyAny>>,
+}
+
+impl saved::SavedTensorHooks for PySavedHooks {
+    fn pack(&self, t: &Tensor) -> Result<Arc<dyn saved::PackedTensor>> {
+        Python::attach(|py| {
+            let arg = PyTensor::wrap(py, t.clone())?;
+            let value = self.pack.bind(py).call1((arg,))?.unbind();
+            Ok(Arc::new(PyPacked { value, unpack: self.unpack.clone() }) as Arc<dyn saved::PackedTensor>)
+        })
+        .map_err(super::errors::external)
+    }
+}
+
+impl saved::PackedTensor for PyPacked {
+    fn unpack(&self) -> Result<Tensor> {
+        Python::attach(|py| {
+            let out = self.unpack.bind(py).call1((self.value.bind(py),))?;
+            match out.cast::<PyTensor>() {
+                Ok(t) => Ok(t.get().inner.clone()),
+                Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "Output of saved tensor unpack_hook expected to be a Tensor but got result of type {}",
+                    out.get_type().name()?
+                ))),
+            }
+        })
+        .map_err(super::errors::external)
+    }
+}
+
+/// Makes `(pack, unpack)` the innermost saved-tensor hooks of this thread.
+#[pyfunction]
+fn _push_saved_tensors_hooks(pack: Bound<'_, PyAny>, unpack: Bound<'_, PyAny>) -> PyResult<()> {
+    if !pack.is_callable() || !unpack.is_callable() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "saved_tensors_hooks: pack_hook and unpack_hook must be callable",
+        ));
+    }
+    saved::push_saved_tensor_hooks(Arc::new(PySavedHooks { pack: pack.unbind(), unpack: Arc::new(unpack.unbind()) }));
+    Ok(())
+}
+
+/// Removes the innermost saved-tensor hooks of this thread.
+#[pyfunction]
+fn _pop_saved_tensors_hooks() -> PyResult<()> {
+    match saved::pop_saved_tensor_hooks() {
+        Some(hooks) => {
+            drop(hooks);
+            Ok(())
+        }
+        None => Err(pyo3::exceptions::PyRuntimeError::new_err("no saved-tensor hooks to remove on this thread")),
+    }
+}
+
 pub(crate) fn install_hooks() {
     anomaly::set_location_hook(user_location);
     engine::set_interrupt_hook(check_interrupt);
@@ -453,6 +512,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_is_anomaly_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_run_backward, m)?)?;
     m.add_function(wrap_pyfunction!(_run_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(_push_saved_tensors_hooks, m)?)?;
+    m.add_function(wrap_pyfunction!(_pop_saved_tensors_hooks, m)?)?;
     super::tensor_ops::register(m)?;
     Ok(())
 }

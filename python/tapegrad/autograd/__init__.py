@@ -1,28 +1,29 @@
 """``tapegrad.autograd``: custom functions, ``grad``, ``backward``, anomaly mode, ``gradcheck``,
-``gradgradcheck``, ``to_dot``."""
+``gradgradcheck``, ``to_dot``, and ``graph`` (saved-tensor hooks)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Union
 
-from . import _tapegrad as _C
-from ._anomaly import detect_anomaly, is_anomaly_enabled
-from ._dot import to_dot
-from ._function import Function, FunctionCtx, once_differentiable
-from ._gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .. import _tapegrad as _C
+from .._anomaly import detect_anomaly, is_anomaly_enabled
+from .._dot import to_dot
+from .._function import Function, FunctionCtx, once_differentiable
+from .._gradcheck import GradcheckError, gradcheck, gradgradcheck
+from . import graph
 
 if TYPE_CHECKING:
     from typing_extensions import TypeAlias
 
-    from ._tapegrad import Tensor, _TensorLike
+    from .._tapegrad import Tensor, _TensorLike
 
     _Tensors: TypeAlias = Union[Tensor, Sequence[Tensor]]
     _Grads: TypeAlias = Union[_TensorLike, Sequence[Union[_TensorLike, None]]]
 
 __all__ = [
     "Function", "FunctionCtx", "once_differentiable", "grad", "backward", "detect_anomaly",
-    "is_anomaly_enabled", "gradcheck", "gradgradcheck", "GradcheckError", "to_dot",
+    "is_anomaly_enabled", "gradcheck", "gradgradcheck", "GradcheckError", "to_dot", "graph",
 ]
 
 

@@ -1,0 +1,192 @@
+"""Activation checkpointing: run a function without keeping what its operations save for
+backward, and recompute it when backward needs those values.
+
+Two forms, as in PyTorch: ``use_reentrant=False`` (recommended) packs every saved tensor of the
+function into a small placeholder through saved-tensor hooks and recomputes the function the first
+time backward unpacks one; ``use_reentrant=True`` runs the function under ``no_grad`` inside a
+custom Function whose backward recomputes it with grad mode on and runs a nested backward.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable
+from typing import Any, Callable
+
+from .. import _tapegrad as _C
+from .._function import Function
+from .._grad_mode import enable_grad, is_grad_enabled, no_grad
+from ..autograd import backward as _backward
+from ..autograd.graph import saved_tensors_hooks
+
+__all__ = ["checkpoint", "checkpoint_sequential"]
+
+Tensor = _C.Tensor
+
+
+def _detach_like(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    out = []
+    for a in args:
+        if isinstance(a, Tensor):
+            d = a.detach()
+            d.requires_grad_(a.requires_grad)
+            out.append(d)
+        else:
+            out.append(a)
+    return tuple(out)
+
+
+class _CheckpointFunction(Function):
+    @staticmethod
+    def forward(ctx, run_function, preserve_rng_state, *args):
+        ctx.run_function = run_function
+        ctx.tensor_mask = [isinstance(a, Tensor) for a in args]
+        ctx.save_for_backward(*[a for a in args if isinstance(a, Tensor)])
+        ctx.others = [None if isinstance(a, Tensor) else a for a in args]
+        with no_grad():
+            return run_function(*args)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        tensors = iter(ctx.saved_tensors)
+        args = [next(tensors) if is_tensor else other for is_tensor, other in zip(ctx.tensor_mask, ctx.others)]
+        inputs = _detach_like(tuple(args))
+        with enable_grad():
+            outputs = ctx.run_function(*inputs)
+        if isinstance(outputs, Tensor):
+            outputs = (outputs,)
+        pairs = [(o, g) for o, g in zip(outputs, grads) if isinstance(o, Tensor) and o.requires_grad and g is not None]
+        if not pairs:
+            raise RuntimeError(
+                "none of output has requires_grad=True, this checkpoint() is not necessary"
+            )
+        _backward([o for o, _ in pairs], [g for _, g in pairs])
+        return (None, None, *(i.grad if isinstance(i, Tensor) else None for i in inputs))
+
+
+class _Frame:
+    """One non-reentrant checkpoint call: how to recompute it, and what the recomputation saved."""
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.count = 0
+        self.recomputed: list[Tensor] | None = None
+
+    def pack(self, t: Tensor) -> tuple[_Frame, int]:
+        i = self.count
+        self.count += 1
+        return (self, i)
+
+    def recompute(self) -> list[Tensor]:
+        saved: list[Tensor] = []
+
+        def keep(t: Tensor) -> int:
+            saved.append(t)
+            return len(saved) - 1
+
+        with saved_tensors_hooks(keep, lambda i: saved[i]), enable_grad():
+            self.fn(*self.args, **self.kwargs)
+        if len(saved) != self.count:
+            raise RuntimeError(
+                "tapegrad.utils.checkpoint: a different number of tensors was saved during the original "
+                f"forward ({self.count}) and the recomputation ({len(saved)}): the checkpointed function "
+                "must do the same operations each time it runs"
+            )
+        return saved
+
+
+def _unpack(packed: tuple[_Frame, int]) -> Tensor:
+    frame, i = packed
+    if frame.recomputed is None:
+        frame.recomputed = frame.recompute()
+    return frame.recomputed[i]
+
+
+def checkpoint(
+    function: Callable[..., Any],
+    *args: Any,
+    use_reentrant: bool | None = None,
+    preserve_rng_state: bool = True,
+    **kwargs: Any,
+) -> Any:
+    """Runs ``function(*args, **kwargs)`` keeping none of the tensors its operations save for
+    backward; backward recomputes them by running ``function`` again on the same inputs. The
+    gradients are those of the plain call. ``use_reentrant`` should be given (PyTorch warns
+    without it and uses ``True``); ``use_reentrant=True`` takes no keyword arguments for
+    ``function``. ``function`` must do the same operations each time; tapegrad does not save the
+    random generator's state (``preserve_rng_state`` is accepted), so a function that draws
+    random numbers is not recomputed exactly.
+
+    >>> import tapegrad as tg
+    >>> from tapegrad.utils.checkpoint import checkpoint
+    >>> x = tg.tensor([1., 2.], requires_grad=True)
+    >>> y = checkpoint(lambda t: (t.sin() * t).sum(), x, use_reentrant=False)
+    >>> y.backward()
+    >>> x.grad.allclose(x.detach().sin() + x.detach() * x.detach().cos())
+    True
+    """
+    if use_reentrant is None:
+        warnings.warn(
+            "tapegrad.utils.checkpoint: the use_reentrant parameter should be passed explicitly "
+            "(use_reentrant=False is recommended); using use_reentrant=True",
+            stacklevel=2,
+        )
+        use_reentrant = True
+    if use_reentrant:
+        if kwargs:
+            raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+        return _CheckpointFunction.apply(function, preserve_rng_state, *args)
+    if not is_grad_enabled():
+        return function(*args, **kwargs)
+    frame = _Frame(function, args, kwargs)
+    with saved_tensors_hooks(frame.pack, _unpack):
+        return function(*args, **kwargs)
+
+
+def checkpoint_sequential(
+    functions: Iterable[Callable[[Any], Any]] | Any,
+    segments: int,
+    input: Any,
+    use_reentrant: bool | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Runs the callables in ``functions`` one after the other on ``input``, split into
+    ``segments`` runs of consecutive callables, each checkpointed except the last (whose saved
+    tensors are needed at once). ``functions`` may be a list or anything with ``children()``
+    (a sequential module).
+
+    >>> import tapegrad as tg
+    >>> from tapegrad.utils.checkpoint import checkpoint_sequential
+    >>> fs = [lambda t: t * 2, lambda t: t.exp(), lambda t: t.sum()]
+    >>> x = tg.tensor([0., 1.], requires_grad=True)
+    >>> checkpoint_sequential(fs, 2, x, use_reentrant=False).backward()
+    >>> x.grad.allclose(2 * (2 * x.detach()).exp())
+    True
+    """
+    if use_reentrant is None:
+        warnings.warn(
+            "tapegrad.utils.checkpoint: the use_reentrant parameter should be passed explicitly "
+            "(use_reentrant=False is recommended); using use_reentrant=True",
+            stacklevel=2,
+        )
+        use_reentrant = True
+    if hasattr(functions, "children"):
+        functions = list(functions.children())
+    functions = list(functions)
+    if segments < 1:
+        raise ValueError(f"checkpoint_sequential: segments must be at least 1, got {segments}")
+
+    def run(start: int, end: int) -> Callable[[Any], Any]:
+        def forward(x: Any) -> Any:
+            for j in range(start, end + 1):
+                x = functions[j](x)
+            return x
+
+        return forward
+
+    size = max(len(functions) // segments, 1)
+    end = -1
+    for start in range(0, size * (segments - 1), size):
+        end = start + size - 1
+        input = checkpoint(run(start, end), input, use_reentrant=use_reentrant, **kwargs)
+    return run(end + 1, len(functions) - 1)(input)
