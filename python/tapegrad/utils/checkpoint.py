@@ -70,21 +70,26 @@ class _Frame:
     def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self.fn, self.args, self.kwargs = fn, args, kwargs
         self.count = 0
-        self.recomputed: list[Tensor] | None = None
+        self.recomputed: list[Tensor | None] | None = None
 
     def pack(self, t: Tensor) -> tuple[_Frame, int]:
         i = self.count
         self.count += 1
         return (self, i)
 
-    def recompute(self) -> list[Tensor]:
-        saved: list[Tensor] = []
+    def recompute(self) -> list[Tensor | None]:
+        saved: list[Tensor | None] = []
 
         def keep(t: Tensor) -> int:
-            saved.append(t)
+            # Only the data: the history of the value it replaces is put back on it when unpacked,
+            # and the recomputation's own graph is freed as soon as the recomputation returns.
+            saved.append(t.detach())
             return len(saved) - 1
 
-        with saved_tensors_hooks(keep, lambda i: saved[i]), enable_grad():
+        def refuse(i: int) -> Tensor:
+            raise RuntimeError("tapegrad.utils.checkpoint: the recomputation's own graph is not differentiable")
+
+        with saved_tensors_hooks(keep, refuse), enable_grad():
             self.fn(*self.args, **self.kwargs)
         if len(saved) != self.count:
             raise RuntimeError(
@@ -97,9 +102,15 @@ class _Frame:
 
 def _unpack(packed: tuple[_Frame, int]) -> Tensor:
     frame, i = packed
-    if frame.recomputed is None:
+    if frame.recomputed is None or frame.recomputed[i] is None:
         frame.recomputed = frame.recompute()
-    return frame.recomputed[i]
+    # Each recomputed value is handed out once and then let go, so that a block's recomputed
+    # activations are freed as backward consumes them; a second access (retain_graph, a second
+    # backward) recomputes again.
+    t = frame.recomputed[i]
+    frame.recomputed[i] = None
+    assert t is not None
+    return t
 
 
 def checkpoint(
