@@ -57,7 +57,14 @@ from ._functional import (
     unsqueeze,
     zeros_like,
 )
-from ._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from ._tapegrad import (
     Tensor,
     arange,
@@ -125,7 +132,8 @@ __all__ = [
     "unsqueeze", "squeeze", "sum", "mean", "max", "argmax", "clone", "detach", "permute", "narrow",
     "eq", "ne", "lt", "le", "gt", "ge",
     # autograd
-    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "Function", "FunctionCtx",
+    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+    "is_inference_mode_enabled", "Function", "FunctionCtx",
     "autograd_function", "custom_gradient", "once_differentiable", "SavedTensorModifiedError",
     "autograd", "detect_anomaly", "utils",
 ]

@@ -128,6 +128,9 @@ impl Prepared {
     /// Packs `t` with the current hooks, if any. `is_output`: `t` is an output of the node being
     /// made (the hook gets it without history, which the node will give it).
     pub(crate) fn new(t: &Tensor, is_output: bool) -> Result<Prepared> {
+        if t.storage().is_inference() {
+            return Err(Error::autograd(super::grad_mode::INFERENCE_SAVED));
+        }
         let saved_version = t.version();
         let Some(hooks) = current_hooks() else {
             let data = Data::Plain(if is_output { t.detach() } else { t.clone() });

@@ -61,6 +61,9 @@ impl Tensor {
 
     /// Refuses in-place writes that would corrupt autograd state (`recording`: see `inplace_records`).
     pub(crate) fn check_inplace(&self, op: &str, recording: bool) -> Result<()> {
+        if self.storage().is_inference() && !crate::autograd::grad_mode::is_inference_mode_enabled() {
+            return Err(Error::autograd(crate::autograd::grad_mode::INFERENCE_INPLACE));
+        }
         if recording {
             if let Some(base) = self.base() {
                 if let Some(message) = view_rebase_error(&self.view_creation(), "is being modified inplace") {

@@ -289,7 +289,27 @@ fn _set_grad_enabled(flag: bool) -> bool {
 
 #[pyfunction]
 fn is_grad_enabled() -> bool {
-    grad_mode::is_grad_enabled()
+    grad_mode::grad_mode_flag()
+}
+
+/// Sets inference mode on this thread; returns the previous value.
+#[pyfunction]
+fn _set_inference_mode(flag: bool) -> bool {
+    grad_mode::set_inference_mode(flag)
+}
+
+/// Whether inference mode is on on this thread.
+#[pyfunction]
+fn is_inference_mode_enabled() -> bool {
+    grad_mode::is_inference_mode_enabled()
+}
+
+#[pymethods]
+impl PyTensor {
+    /// True for a tensor made under inference mode (or a view or detached alias of one).
+    fn is_inference(&self) -> bool {
+        self.inner.storage().is_inference()
+    }
 }
 
 #[pyfunction]
@@ -513,6 +533,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_run_backward, m)?)?;
     m.add_function(wrap_pyfunction!(_run_grad, m)?)?;
     m.add_function(wrap_pyfunction!(_push_saved_tensors_hooks, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_inference_mode, m)?)?;
+    m.add_function(wrap_pyfunction!(is_inference_mode_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_pop_saved_tensors_hooks, m)?)?;
     super::tensor_ops::register(m)?;
     Ok(())

@@ -248,6 +248,11 @@ impl Tensor {
 
     /// Sets `requires_grad` on a leaf. Only floating-point leaves can require gradients.
     pub fn set_requires_grad(&self, flag: bool) -> Result<()> {
+        if flag && self.0.storage.is_inference() && !crate::autograd::grad_mode::is_inference_mode_enabled() {
+            return Err(Error::autograd(
+                "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.",
+            ));
+        }
         let mut m = self.0.meta.lock();
         // A non-leaf requires grad already: asking for it again is allowed (as in PyTorch), only
         // turning it off is refused.
