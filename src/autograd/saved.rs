@@ -22,6 +22,12 @@ use crate::tensor::Tensor;
 pub trait SavedTensorHooks: Send + Sync {
     /// Packs a tensor being saved; what it returns is kept in the tensor's place.
     fn pack(&self, t: &Tensor) -> Result<Arc<dyn PackedTensor>>;
+
+    /// False when an in-place write to the original after saving is allowed (the hooks kept a
+    /// copy: `allow_mutation_on_saved_tensors`).
+    fn checks_version(&self) -> bool {
+        true
+    }
 }
 
 /// What a pack hook made of a saved tensor.
@@ -148,7 +154,7 @@ impl Prepared {
         let history = if is_output { None } else { super::node::gradient_edge(t) };
         let data = Data::Packed {
             packed,
-            storage: Arc::downgrade(t.storage()),
+            storage: if hooks.checks_version() { Arc::downgrade(t.storage()) } else { Weak::new() },
             shape: t.shape().to_vec(),
             dtype: t.dtype(),
             history,

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyDict, PyTuple};
 
 use super::tensor::{tensor_list, PyTensor};
 use crate::autograd::node::Node;
@@ -126,6 +126,27 @@ impl PyNode {
     fn _id(&self) -> usize {
         Arc::as_ptr(&self.node) as usize
     }
+    /// Registers `hook(grad_inputs, grad_outputs)`, run after this node computed the gradients of
+    /// its inputs; it may return replacements (a tuple) or None.
+    fn register_hook(&self, hook: Py<PyAny>) -> PyHookHandle {
+        let f = Arc::new(PyNodeHook { callable: parking_lot::Mutex::new(Some(hook)) });
+        PyHookHandle { handle: self.node.register_node_hook(false, f) }
+    }
+    /// Registers `hook(grad_outputs)`, run before this node with the gradients of its outputs; it
+    /// may return replacements (a tuple) or None.
+    fn register_prehook(&self, hook: Py<PyAny>) -> PyHookHandle {
+        let f = Arc::new(PyNodeHook { callable: parking_lot::Mutex::new(Some(hook)) });
+        PyHookHandle { handle: self.node.register_node_hook(true, f) }
+    }
+    /// A dict that lives with the node, for the user's own data.
+    #[getter]
+    fn metadata(&self, py: Python<'_>) -> PyResult<Py<PyDict>> {
+        let stored = self.node.metadata.get_or_init(|| Box::new(PyDict::new(py).unbind()));
+        match stored.downcast_ref::<Py<PyDict>>() {
+            Some(d) => Ok(d.clone_ref(py)),
+            None => Err(pyo3::exceptions::PyRuntimeError::new_err("this node's metadata is not a dict")),
+        }
+    }
     #[getter]
     fn created_at(&self) -> Option<String> {
         self.node.created_at().map(str::to_string)
@@ -234,6 +255,17 @@ pub(crate) fn python_hook(h: &crate::autograd::GradHook) -> Option<&PyGradHook> 
 /// hooks on its outputs (each only when the node is its only owner, so the count stays exact).
 pub(crate) fn visit_node(node: &Node, visit: &pyo3::PyVisit<'_>) -> std::result::Result<(), pyo3::PyTraverseError> {
     super::function::visit_python_ctx(node, visit)?;
+    if let Some(hooks) = node.node_hooks.try_lock() {
+        for (_, h) in hooks.iter() {
+            if let Some(p) = h.f.as_any().downcast_ref::<PyNodeHook>() {
+                if let Some(guard) = p.callable.try_lock() {
+                    if let Some(obj) = guard.as_ref() {
+                        visit.call(obj)?;
+                    }
+                }
+            }
+        }
+    }
     if let Some(hooks) = node.pre_hooks.try_lock() {
         for (_, h) in hooks.iter() {
             if let crate::autograd::hooks::PreHook::User(_, h) = h {
@@ -250,6 +282,14 @@ pub(crate) fn visit_node(node: &Node, visit: &pyo3::PyVisit<'_>) -> std::result:
 
 /// Breaks the cycles `visit_node` reported through hooks (the ctx clears itself).
 pub(crate) fn clear_node(node: &Node) {
+    let node_hooks = node.node_hooks.lock().clone();
+    for (_, h) in &node_hooks {
+        if let Some(p) = h.f.as_any().downcast_ref::<PyNodeHook>() {
+            let taken = p.callable.lock().take();
+            drop(taken);
+        }
+    }
+    drop(node_hooks);
     let hooks = node.pre_hooks.lock().clone();
     for (_, h) in &hooks {
         if let crate::autograd::hooks::PreHook::User(_, h) = h {
@@ -309,6 +349,13 @@ impl PyTensor {
     /// True for a tensor made under inference mode (or a view or detached alias of one).
     fn is_inference(&self) -> bool {
         self.inner.storage().is_inference()
+    }
+
+    /// Registers `hook(tensor)`, run on this leaf after each gradient is accumulated into its
+    /// `.grad`; it must return None.
+    fn register_post_accumulate_grad_hook(&self, hook: Py<PyAny>) -> PyResult<PyHookHandle> {
+        let f = Arc::new(PyPostAccumulateHook { callable: hook });
+        Ok(PyHookHandle { handle: self.inner.register_post_accumulate_grad_hook(f)? })
     }
 }
 
@@ -401,6 +448,42 @@ pub(crate) fn run_backward(
     Ok(())
 }
 
+/// `grad` with respect to gradient edges: `edges` is a list of `(node, input_nr)`.
+#[pyfunction]
+fn _run_grad_edges(
+    py: Python<'_>,
+    outputs: &Bound<'_, PyAny>,
+    edges: Vec<(Py<PyNode>, usize)>,
+    grad_outputs: &Bound<'_, PyAny>,
+    retain_graph: bool,
+    create_graph: bool,
+) -> PyResult<Vec<Option<Py<PyTensor>>>> {
+    let roots = tensor_list(outputs, "outputs")?;
+    let grads = optional_tensors(grad_outputs, roots.len(), &roots)?;
+    let edges: Vec<crate::autograd::Edge> =
+        edges.iter().map(|(n, nr)| crate::autograd::Edge { node: n.get().node.clone(), input_nr: *nr }).collect();
+    let result = py.detach(|| engine::grad_at_edges(&roots, &edges, &grads, retain_graph, create_graph))?;
+    result.into_iter().map(|g| g.map(|g| PyTensor::wrap(py, g)).transpose()).collect()
+}
+
+/// The edge a gradient for `t` travels along: `(node, input_nr)`; a leaf's accumulator is made
+/// if needed. An error for a tensor that does not require grad.
+#[pyfunction]
+fn _gradient_edge(py: Python<'_>, t: PyRef<'_, PyTensor>) -> PyResult<(Py<PyNode>, usize)> {
+    match crate::autograd::node::gradient_edge(&t.inner) {
+        Some(e) => Ok((PyNode::wrap(py, e.node)?, e.input_nr)),
+        None => Err(pyo3::exceptions::PyRuntimeError::new_err(
+            "It is not possible to get the gradient edge for a Tensor that does not require gradients",
+        )),
+    }
+}
+
+/// Bumps `t`'s version counter, as an in-place write would.
+#[pyfunction]
+fn _increment_version(t: PyRef<'_, PyTensor>) {
+    t.inner.storage().bump_version(std::borrow::Cow::Borrowed("increment_version"), anomaly::current_location());
+}
+
 #[pyfunction]
 fn _run_grad(
     py: Python<'_>,
@@ -456,10 +539,103 @@ fn check_interrupt() -> Result<()> {
     })
 }
 
+/// A Python callable as a node hook (`Node.register_hook` / `register_prehook`); the lock lets the
+/// collector take it out to break a cycle, as for `PyGradHook`.
+struct PyNodeHook {
+    callable: parking_lot::Mutex<Option<Py<PyAny>>>,
+}
+
+fn grads_tuple<'py>(py: Python<'py>, grads: &[Option<Tensor>]) -> PyResult<Bound<'py, PyTuple>> {
+    let items =
+        grads.iter().map(|g| g.clone().map(|g| PyTensor::wrap(py, g)).transpose()).collect::<PyResult<Vec<_>>>()?;
+    PyTuple::new(py, items)
+}
+
+impl crate::autograd::hooks::NodeHookFn for PyNodeHook {
+    fn call(
+        &self,
+        grad_inputs: Option<&[Option<Tensor>]>,
+        grad_outputs: &[Option<Tensor>],
+    ) -> Result<Option<Vec<Option<Tensor>>>> {
+        Python::attach(|py| -> PyResult<Option<Vec<Option<Tensor>>>> {
+            let Some(hook) = self.callable.lock().as_ref().map(|c| c.clone_ref(py)) else { return Ok(None) };
+            let outs = grads_tuple(py, grad_outputs)?;
+            let r = match grad_inputs {
+                Some(ins) => hook.bind(py).call1((grads_tuple(py, ins)?, outs))?,
+                None => hook.bind(py).call1((outs,))?,
+            };
+            if r.is_none() {
+                return Ok(None);
+            }
+            let items: Vec<Bound<'_, PyAny>> = match r.cast::<PyTuple>() {
+                Ok(t) => t.iter().collect(),
+                Err(_) => match r.cast::<pyo3::types::PyList>() {
+                    Ok(l) => l.iter().collect(),
+                    Err(_) => {
+                        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                            "a node hook must return a tuple of gradients or None, got {}",
+                            r.get_type().name()?
+                        )))
+                    }
+                },
+            };
+            items
+                .iter()
+                .map(|o| {
+                    if o.is_none() {
+                        Ok(None)
+                    } else {
+                        super::tensor::expect_tensor(o, "a node hook's gradient").map(Some)
+                    }
+                })
+                .collect::<PyResult<Vec<_>>>()
+                .map(Some)
+        })
+        .map_err(super::errors::external)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// A Python callable run with the leaf after its `.grad` was accumulated.
+struct PyPostAccumulateHook {
+    callable: Py<PyAny>,
+}
+
+impl crate::autograd::hooks::PostAccumulateHookFn for PyPostAccumulateHook {
+    fn call(&self, leaf: &Tensor) -> Result<()> {
+        Python::attach(|py| -> PyResult<()> {
+            let r = self.callable.bind(py).call1((PyTensor::wrap(py, leaf.clone())?,))?;
+            if !r.is_none() {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                    "Tensor post accumulate grad hooks should return None.",
+                ));
+            }
+            Ok(())
+        })
+        .map_err(super::errors::external)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// Queues `callback()` to run when the backward pass running on this thread has finished.
+#[pyfunction]
+fn _queue_callback(callback: Py<PyAny>) -> PyResult<()> {
+    let f: engine::FinalCallback =
+        Box::new(move || Python::attach(|py| callback.bind(py).call0().map(drop)).map_err(super::errors::external));
+    Ok(engine::queue_callback(f)?)
+}
+
 /// Python saved-tensor hooks (`tg.autograd.graph.saved_tensors_hooks`).
 struct PySavedHooks {
     pack: Py<PyAny>,
     unpack: Arc<Py<PyAny>>,
+    check_version: bool,
 }
 
 /// What a Python pack hook returned, and the unpack hook to give it back.
@@ -476,6 +652,10 @@ impl saved::SavedTensorHooks for PySavedHooks {
             Ok(Arc::new(PyPacked { value, unpack: self.unpack.clone() }) as Arc<dyn saved::PackedTensor>)
         })
         .map_err(super::errors::external)
+    }
+
+    fn checks_version(&self) -> bool {
+        self.check_version
     }
 }
 
@@ -497,13 +677,18 @@ impl saved::PackedTensor for PyPacked {
 
 /// Makes `(pack, unpack)` the innermost saved-tensor hooks of this thread.
 #[pyfunction]
-fn _push_saved_tensors_hooks(pack: Bound<'_, PyAny>, unpack: Bound<'_, PyAny>) -> PyResult<()> {
+#[pyo3(signature = (pack, unpack, check_version=true))]
+fn _push_saved_tensors_hooks(pack: Bound<'_, PyAny>, unpack: Bound<'_, PyAny>, check_version: bool) -> PyResult<()> {
     if !pack.is_callable() || !unpack.is_callable() {
         return Err(pyo3::exceptions::PyTypeError::new_err(
             "saved_tensors_hooks: pack_hook and unpack_hook must be callable",
         ));
     }
-    saved::push_saved_tensor_hooks(Arc::new(PySavedHooks { pack: pack.unbind(), unpack: Arc::new(unpack.unbind()) }));
+    saved::push_saved_tensor_hooks(Arc::new(PySavedHooks {
+        pack: pack.unbind(),
+        unpack: Arc::new(unpack.unbind()),
+        check_version,
+    }));
     Ok(())
 }
 
@@ -534,6 +719,10 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_run_grad, m)?)?;
     m.add_function(wrap_pyfunction!(_push_saved_tensors_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(_set_inference_mode, m)?)?;
+    m.add_function(wrap_pyfunction!(_queue_callback, m)?)?;
+    m.add_function(wrap_pyfunction!(_run_grad_edges, m)?)?;
+    m.add_function(wrap_pyfunction!(_gradient_edge, m)?)?;
+    m.add_function(wrap_pyfunction!(_increment_version, m)?)?;
     m.add_function(wrap_pyfunction!(is_inference_mode_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_pop_saved_tensors_hooks, m)?)?;
     super::tensor_ops::register(m)?;

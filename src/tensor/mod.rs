@@ -64,6 +64,8 @@ pub struct AutogradMeta {
     pub retains_grad: bool,
     /// Gradient hooks of a leaf (a non-leaf's hooks live on its `grad_fn`).
     pub(crate) hooks: Vec<(u64, crate::autograd::hooks::GradHook)>,
+    /// Hooks run after a gradient is accumulated into this leaf's `.grad`.
+    pub(crate) post_accumulate_hooks: Vec<(u64, crate::autograd::hooks::PostAccumulateHook)>,
     /// For a differentiable view: the storage version its `grad_fn` (or its lack of one) describes
     /// (NOTE [Stale views]).
     pub(crate) view_version: Option<u64>,

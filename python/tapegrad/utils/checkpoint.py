@@ -133,7 +133,7 @@ def checkpoint(
     >>> x = tg.tensor([1., 2.], requires_grad=True)
     >>> y = checkpoint(lambda t: (t.sin() * t).sum(), x, use_reentrant=False)
     >>> y.backward()
-    >>> x.grad.allclose(x.detach().sin() + x.detach() * x.detach().cos())
+    >>> x.grad.tolist() == (x.sin() + x * x.cos()).tolist()
     True
     """
     if use_reentrant is None:
@@ -171,7 +171,7 @@ def checkpoint_sequential(
     >>> fs = [lambda t: t * 2, lambda t: t.exp(), lambda t: t.sum()]
     >>> x = tg.tensor([0., 1.], requires_grad=True)
     >>> checkpoint_sequential(fs, 2, x, use_reentrant=False).backward()
-    >>> x.grad.allclose(2 * (2 * x.detach()).exp())
+    >>> x.grad.tolist() == (2 * (2 * x).exp()).tolist()
     True
     """
     if use_reentrant is None:
