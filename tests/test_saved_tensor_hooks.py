@@ -179,3 +179,18 @@ def test_save_on_cpu_keeps_values():
         y = (x.sin() * x).sum()
     y.backward()
     np.testing.assert_allclose(x.grad.numpy(), np.sin(a) + a * np.cos(a), rtol=1e-6)
+
+
+def test_pack_error_in_an_inplace_operation_is_raised_before_the_write():
+    def bad_pack(t):
+        raise ValueError("no packing")
+
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    a = x * 1
+    b = tg.tensor([3.0, 4.0])
+    with saved_tensors_hooks(bad_pack, lambda t: t):
+        with pytest.raises(ValueError, match="no packing"):
+            a.mul_(b)  # mul saves b for a's gradient
+    assert a.tolist() == [1.0, 2.0] and a._version == 0
+    # Nothing is left pending for the next operation.
+    assert (a + 1).tolist() == [2.0, 3.0]

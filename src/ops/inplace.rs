@@ -123,6 +123,11 @@ impl Tensor {
         // when this tensor does not require grad: `a.mul_(b)` saves `a` for `b`'s gradient).
         let old = if recording { self.old_value_for_write()? } else { self.detach() };
         let new = compute(&old)?;
+        // A saved-tensor pack hook that failed while the new value was recorded: refused before
+        // the memory is written.
+        if let Some(e) = crate::autograd::saved::take_pack_error() {
+            return Err(e);
+        }
         if new.shape() != self.shape()
             && crate::tensor::layout::broadcast_shapes(new.shape(), self.shape())? != self.shape()
         {

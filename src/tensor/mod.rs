@@ -245,7 +245,8 @@ impl Tensor {
         // As in PyTorch, a view made under no_grad requires grad when its base does: results computed
         // from it require grad too, but it is a leaf without an accumulator of its own (no gradient
         // reaches it or its base) and cannot be written in place with grad mode on.
-        derived_from_base && self.0.base.as_ref().is_some_and(|b| b.requires_grad())
+        // A view of an inference tensor is never tracked (as in PyTorch).
+        derived_from_base && !self.0.storage.is_inference() && self.0.base.as_ref().is_some_and(|b| b.requires_grad())
     }
 
     /// Sets `requires_grad` on a leaf. Only floating-point leaves can require gradients.
