@@ -7,7 +7,7 @@ import pytest
 
 import tapegrad as tg
 from tapegrad.autograd.graph import saved_tensors_hooks
-from tapegrad.utils.checkpoint import checkpoint, checkpoint_sequential
+from tapegrad.utils.checkpoint import CheckpointError, checkpoint, checkpoint_sequential
 
 
 def block(w):
@@ -114,12 +114,35 @@ def test_nondeterministic_function_is_reported():
 
     def f(t):
         n[0] += 1
-        return t.exp() if n[0] == 1 else t.exp().exp()
+        return t.exp().exp() if n[0] == 1 else t.exp()
 
     x = tg.ones(1, requires_grad=True)
     y = checkpoint(f, x, use_reentrant=False)
-    with pytest.raises(RuntimeError, match="different number of tensors was saved"):
+    with pytest.raises(CheckpointError, match="different number of tensors was saved"):
         y.backward()
+
+    n[0] = 0
+
+    def g(t):
+        n[0] += 1
+        return t * t if n[0] == 1 else (t * t.expand(3)).sum(0, keepdim=True)
+
+    y = checkpoint(g, x, use_reentrant=False)
+    with pytest.raises(CheckpointError, match="different metadata"):
+        y.sum().backward()
+
+
+def test_recomputation_saving_more_tensors_is_accepted():
+    # The recomputation's extra saves come after those backward needs (PyTorch stops early).
+    n = [0]
+
+    def f(t):
+        n[0] += 1
+        return t.exp() if n[0] == 1 else t.exp().exp()
+
+    x = tg.tensor([0.5], requires_grad=True)
+    checkpoint(f, x, use_reentrant=False).backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.exp([0.5]), rtol=1e-6)
 
 
 def test_checkpoint_under_no_grad_just_runs():

@@ -143,11 +143,15 @@ impl Prepared {
             return Ok(Prepared { data, saved_version });
         };
         let given = if is_output { t.detach() } else { t.clone() };
-        let packed = running_hook(|| hooks.pack(&given))?;
+        // As in PyTorch, the pack hook runs with grad mode off.
+        let packed = running_hook(|| {
+            let _off = super::grad_mode::GradModeGuard::no_grad();
+            hooks.pack(&given)
+        })?;
         if t.version() != saved_version {
             return Err(Error::autograd(
                 "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack \
-                 hook can not be modified by in-place operations as this can lead to unexpected side-effects. \
+                 hook cannot be modified by in-place operations as this can lead to unexpected side-effects. \
                  Please open an issue if you need to perform in-place operations on the input to a pack hook.",
             ));
         }

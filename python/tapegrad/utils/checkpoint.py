@@ -19,7 +19,17 @@ from .._grad_mode import enable_grad, is_grad_enabled, no_grad
 from ..autograd import backward as _backward
 from ..autograd.graph import saved_tensors_hooks
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError"]
+
+
+class CheckpointError(RuntimeError):
+    """A recomputation that does not match the original forward (another number of saved tensors,
+    or saved tensors of another shape or dtype).
+
+    >>> from tapegrad.utils.checkpoint import CheckpointError
+    >>> issubclass(CheckpointError, RuntimeError)
+    True
+    """
 
 Tensor = _C.Tensor
 
@@ -70,11 +80,13 @@ class _Frame:
     def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self.fn, self.args, self.kwargs = fn, args, kwargs
         self.count = 0
+        self.meta: list[tuple[tuple[int, ...], Any]] = []
         self.recomputed: list[Tensor | None] | None = None
 
     def pack(self, t: Tensor) -> tuple[_Frame, int]:
         i = self.count
         self.count += 1
+        self.meta.append((tuple(t.shape), t.dtype))
         return (self, i)
 
     def recompute(self) -> list[Tensor | None]:
@@ -91,11 +103,25 @@ class _Frame:
 
         with saved_tensors_hooks(keep, refuse), enable_grad():
             self.fn(*self.args, **self.kwargs)
-        if len(saved) != self.count:
-            raise RuntimeError(
-                "tapegrad.utils.checkpoint: a different number of tensors was saved during the original "
-                f"forward ({self.count}) and the recomputation ({len(saved)}): the checkpointed function "
-                "must do the same operations each time it runs"
+        # As PyTorch's recomputation, which stops once it has what backward needs: extra tensors
+        # saved after those are not an error, missing ones or other shapes and dtypes are.
+        if len(saved) < self.count:
+            raise CheckpointError(
+                "tapegrad.utils.checkpoint: A different number of tensors was saved during the original "
+                f"forward and recomputation.\nNumber of tensors saved during forward: {self.count}\n"
+                f"Number of tensors saved during recomputation: {len(saved)}."
+            )
+        saved = saved[: self.count]
+        wrong = [
+            f"tensor at position {i}:\nsaved metadata: shape {list(shape)}, dtype {dtype}\n"
+            f"recomputed metadata: shape {list(t.shape)}, dtype {t.dtype}"
+            for i, ((shape, dtype), t) in enumerate(zip(self.meta, saved))
+            if t is not None and (tuple(t.shape) != shape or t.dtype != dtype)
+        ]
+        if wrong:
+            raise CheckpointError(
+                "tapegrad.utils.checkpoint: Recomputed values for the following tensors have different "
+                "metadata than during the forward pass.\n" + "\n".join(wrong)
             )
         return saved
 
@@ -124,7 +150,8 @@ def checkpoint(
     backward; backward recomputes them by running ``function`` again on the same inputs. The
     gradients are those of the plain call. ``use_reentrant`` should be given (PyTorch warns
     without it and uses ``True``); ``use_reentrant=True`` takes no keyword arguments for
-    ``function``. ``function`` must do the same operations each time; tapegrad does not save the
+    ``function``. ``function`` must do the same operations each time (a recomputation that saves
+    fewer tensors, or tensors of other shapes or dtypes, raises ``CheckpointError``); tapegrad does not save the
     random generator's state (``preserve_rng_state`` is accepted), so a function that draws
     random numbers is not recomputed exactly.
 
