@@ -10,6 +10,7 @@ pub mod index;
 pub mod inplace;
 pub(crate) mod kernel;
 pub mod linalg;
+pub mod optim;
 pub mod reduce;
 pub mod shape;
 

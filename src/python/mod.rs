@@ -9,9 +9,11 @@ mod errors;
 mod function;
 mod helpers;
 mod identity;
+mod optim;
 mod tensor;
 mod tensor_index;
 mod tensor_ops;
+mod tensor_protocol;
 
 use pyo3::prelude::*;
 
@@ -28,6 +30,8 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     autograd::register(m)?;
     function::register(m)?;
     helpers::register(m)?;
+    optim::register(m)?;
+    tensor_protocol::register(m)?;
     autograd::install_hooks();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);
     Ok(())

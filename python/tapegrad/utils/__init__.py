@@ -1,5 +1,6 @@
-"""``tapegrad.utils``: helpers built on the engine."""
+"""Utilities beside the core: ``tg.utils.data`` (datasets and loaders) and ``tg.utils.checkpoint``
+(activation checkpointing)."""
 
-from . import checkpoint
+from . import checkpoint, data
 
-__all__ = ["checkpoint"]
+__all__ = ["checkpoint", "data"]
