@@ -136,6 +136,17 @@ fn capture_edges(inputs: &[Tensor]) -> Vec<Option<Edge>> {
     inputs.iter().map(gradient_edge).collect()
 }
 
+/// A ready node's place in the heap: newest first, except that a leaf's accumulator runs as soon
+/// as it is ready (as PyTorch's AccumulateGrad, whose sequence number is the largest), so that
+/// `.grad`, its hooks and post-accumulate hooks do not wait for unrelated branches.
+fn priority(node: &Node) -> u64 {
+    if node.formula().accumulates_into().is_some() {
+        node.seq | (1 << 63)
+    } else {
+        node.seq
+    }
+}
+
 /// Where a captured gradient is read: input slot `input_nr` of a node.
 struct Target {
     node: NodeId,
@@ -196,7 +207,10 @@ fn run_here(
     capture: &[Option<Edge>],
 ) -> Result<Vec<Option<Tensor>>> {
     let _mode = GradModeGuard::new(create_graph);
-    let callbacks: Callbacks = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let callbacks: Callbacks = Arc::new(TaskCallbacks {
+        id: NEXT_TASK_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        queued: parking_lot::Mutex::new(Vec::new()),
+    });
     let _callbacks = CallbacksGuard(CURRENT_CALLBACKS.with(|c| c.replace(Some(callbacks.clone()))));
     let seeds = seed_roots(roots, grad_roots)?;
     let mut task = GraphTask::discover(&seeds, retain_graph, create_graph);
@@ -205,7 +219,7 @@ fn run_here(
     task.execute()?;
     // Final callbacks, in the order queued; one may queue another, which runs too.
     loop {
-        let batch = std::mem::take(&mut *callbacks.lock());
+        let batch = std::mem::take(&mut *callbacks.queued.lock());
         if batch.is_empty() {
             break;
         }
@@ -218,7 +232,19 @@ fn run_here(
 
 /// A function to run once the current backward has finished (`queue_callback`).
 pub type FinalCallback = Box<dyn FnOnce() -> Result<()> + Send>;
-type Callbacks = Arc<parking_lot::Mutex<Vec<FinalCallback>>>;
+/// One backward run's final callbacks, and a number that tells the run apart from every other.
+struct TaskCallbacks {
+    id: u64,
+    queued: parking_lot::Mutex<Vec<FinalCallback>>,
+}
+type Callbacks = Arc<TaskCallbacks>;
+static NEXT_TASK_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// A number unique to the backward run going on on this thread (None outside one): per-run state
+/// kept by hooks (`register_multi_grad_hook`) is keyed by it.
+pub fn current_backward_id() -> Option<u64> {
+    CURRENT_CALLBACKS.with(|c| c.borrow().as_ref().map(|t| t.id))
+}
 
 thread_local! {
     /// The final callbacks of the backward running on this thread (its worker threads too).
@@ -242,7 +268,7 @@ pub fn queue_callback(f: FinalCallback) -> Result<()> {
     let current = CURRENT_CALLBACKS.with(|c| c.borrow().clone());
     match current {
         Some(cbs) => {
-            cbs.lock().push(f);
+            cbs.queued.lock().push(f);
             Ok(())
         }
         None => Err(Error::autograd("Final callbacks can only be installed during backward pass.")),
@@ -375,7 +401,7 @@ impl GraphTask {
         }
         for (&nid, node) in &self.nodes {
             if self.deps.get(&nid).copied().unwrap_or(0) == 0 {
-                self.ready.push((node.seq, nid));
+                self.ready.push((priority(node), nid));
             }
         }
         Ok(())
@@ -500,7 +526,7 @@ impl GraphTask {
             if let Some(d) = self.deps.get_mut(&cid) {
                 *d -= 1;
                 if *d == 0 {
-                    self.ready.push((edge.node.seq, cid));
+                    self.ready.push((priority(&edge.node), cid));
                 }
             }
         }

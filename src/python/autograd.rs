@@ -631,6 +631,12 @@ fn _queue_callback(callback: Py<PyAny>) -> PyResult<()> {
     Ok(engine::queue_callback(f)?)
 }
 
+/// A number unique to the backward run going on on this thread, or None.
+#[pyfunction]
+fn _current_backward_id() -> Option<u64> {
+    engine::current_backward_id()
+}
+
 /// Python saved-tensor hooks (`tg.autograd.graph.saved_tensors_hooks`).
 struct PySavedHooks {
     pack: Py<PyAny>,
@@ -720,6 +726,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_push_saved_tensors_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(_set_inference_mode, m)?)?;
     m.add_function(wrap_pyfunction!(_queue_callback, m)?)?;
+    m.add_function(wrap_pyfunction!(_current_backward_id, m)?)?;
     m.add_function(wrap_pyfunction!(_run_grad_edges, m)?)?;
     m.add_function(wrap_pyfunction!(_gradient_edge, m)?)?;
     m.add_function(wrap_pyfunction!(_increment_version, m)?)?;

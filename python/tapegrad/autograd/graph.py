@@ -298,27 +298,28 @@ def register_multi_grad_hook(
     if mode not in ("all", "any"):
         raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
     tensors = tuple(tensors)
-    local = threading.local()
+    # State per backward run (several may run at once on different threads). A run that fails
+    # never calls its final callback, so its entry (a few objects) stays behind.
+    states: dict[int | None, dict[str, Any]] = {}
+    lock = threading.Lock()
 
-    def state() -> dict[str, Any]:
-        st = getattr(local, "st", None)
-        if st is None:
-            st = local.st = {"active": False, "grads": [None] * len(tensors), "fired": False}
-        return st
-
-    def finish() -> None:
-        st = state()
-        grads = tuple(st["grads"])
-        local.st = None
-        if mode == "all":
-            fn(grads)
+    def finish(run: int | None) -> None:
+        with lock:
+            st = states.pop(run, None)
+        if st is not None and mode == "all":
+            fn(tuple(st["grads"]))
 
     def make_hook(i: int) -> Callable[[Tensor], None]:
         def hook(grad: Tensor) -> None:
-            st = state()
-            if not st["active"]:
-                st["active"] = True
-                _C._queue_callback(finish)
+            run = _C._current_backward_id()
+            with lock:
+                st = states.get(run)
+                new = st is None
+                if new:
+                    st = states[run] = {"grads": [None] * len(tensors), "fired": False}
+            assert st is not None
+            if new:
+                _C._queue_callback(functools.partial(finish, run))
             if mode == "all":
                 st["grads"][i] = grad
             elif not st["fired"]:

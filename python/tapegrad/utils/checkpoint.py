@@ -9,6 +9,7 @@ custom Function whose backward recomputes it with grad mode on and runs a nested
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Iterable
 from typing import Any, Callable
@@ -19,7 +20,45 @@ from .._grad_mode import enable_grad, is_grad_enabled, no_grad
 from ..autograd import backward as _backward
 from ..autograd.graph import saved_tensors_hooks
 
-__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError"]
+__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "set_checkpoint_early_stop"]
+
+_early_stop = threading.local()
+
+
+class _StopRecomputation(Exception):
+    """Raised by the recomputation's pack hook once it has every value backward needs."""
+
+
+class set_checkpoint_early_stop:
+    """Context manager: whether non-reentrant checkpoints made inside it stop their recomputation
+    as soon as every saved value is recomputed (the default, ``True``) or run the whole function.
+    As in PyTorch, the context takes precedence over ``checkpoint``'s own ``early_stop=``.
+
+    >>> import tapegrad as tg
+    >>> from tapegrad.utils.checkpoint import checkpoint, set_checkpoint_early_stop
+    >>> calls = []
+    >>> def f(t):
+    ...     out = t.sin().cos()
+    ...     calls.append(1)  # after the last saving operation
+    ...     return out * 1
+    >>> x = tg.tensor([1.], requires_grad=True)
+    >>> with set_checkpoint_early_stop(False):
+    ...     y = checkpoint(f, x, use_reentrant=False)
+    >>> y.backward()
+    >>> len(calls)
+    2
+    """
+
+    def __init__(self, enable: bool) -> None:
+        self.enable = enable
+
+    def __enter__(self) -> set_checkpoint_early_stop:
+        self._prev = getattr(_early_stop, "value", None)
+        _early_stop.value = self.enable
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _early_stop.value = self._prev
 
 
 class CheckpointError(RuntimeError):
@@ -77,16 +116,24 @@ class _CheckpointFunction(Function):
 class _Frame:
     """One non-reentrant checkpoint call: how to recompute it, and what the recomputation saved."""
 
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], early_stop: bool
+    ) -> None:
         self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.early_stop = early_stop
         self.count = 0
         self.meta: list[tuple[tuple[int, ...], Any]] = []
         self.recomputed: list[Tensor | None] | None = None
+        # While the original forward runs, what it saves is kept as it is: a backward inside the
+        # function (autograd.grad in it) reads it back without recomputing a half-run function.
+        self.live: list[Tensor] | None = []
 
     def pack(self, t: Tensor) -> tuple[_Frame, int]:
         i = self.count
         self.count += 1
         self.meta.append((tuple(t.shape), t.dtype))
+        if self.live is not None:
+            self.live.append(t.detach())
         return (self, i)
 
     def recompute(self) -> list[Tensor | None]:
@@ -96,13 +143,20 @@ class _Frame:
             # Only the data: the history of the value it replaces is put back on it when unpacked,
             # and the recomputation's own graph is freed as soon as the recomputation returns.
             saved.append(t.detach())
+            if self.early_stop and len(saved) == self.count:
+                raise _StopRecomputation
             return len(saved) - 1
 
-        def refuse(i: int) -> Tensor:
-            raise RuntimeError("tapegrad.utils.checkpoint: the recomputation's own graph is not differentiable")
+        def read(i: int) -> Tensor:
+            t = saved[i]
+            assert t is not None
+            return t
 
-        with saved_tensors_hooks(keep, refuse), enable_grad():
-            self.fn(*self.args, **self.kwargs)
+        try:
+            with saved_tensors_hooks(keep, read), enable_grad():
+                self.fn(*self.args, **self.kwargs)
+        except _StopRecomputation:
+            pass
         # As PyTorch's recomputation, which stops once it has what backward needs: extra tensors
         # saved after those are not an error, missing ones or other shapes and dtypes are.
         if len(saved) < self.count:
@@ -128,6 +182,8 @@ class _Frame:
 
 def _unpack(packed: tuple[_Frame, int]) -> Tensor:
     frame, i = packed
+    if frame.live is not None:
+        return frame.live[i]
     if frame.recomputed is None or frame.recomputed[i] is None:
         frame.recomputed = frame.recompute()
     # Each recomputed value is handed out once and then let go, so that a block's recomputed
@@ -144,13 +200,16 @@ def checkpoint(
     *args: Any,
     use_reentrant: bool | None = None,
     preserve_rng_state: bool = True,
+    early_stop: bool | None = None,
     **kwargs: Any,
 ) -> Any:
     """Runs ``function(*args, **kwargs)`` keeping none of the tensors its operations save for
     backward; backward recomputes them by running ``function`` again on the same inputs. The
     gradients are those of the plain call. ``use_reentrant`` should be given (PyTorch warns
     without it and uses ``True``); ``use_reentrant=True`` takes no keyword arguments for
-    ``function``. ``function`` must do the same operations each time (a recomputation that saves
+    ``function``. The non-reentrant recomputation stops once every saved value is back
+    (``early_stop``, default True; ``set_checkpoint_early_stop`` overrides it). ``function`` must do
+    the same operations each time (a recomputation that saves
     fewer tensors, or tensors of other shapes or dtypes, raises ``CheckpointError``); tapegrad does not save the
     random generator's state (``preserve_rng_state`` is accepted), so a function that draws
     random numbers is not recomputed exactly.
@@ -176,9 +235,14 @@ def checkpoint(
         return _CheckpointFunction.apply(function, preserve_rng_state, *args)
     if not is_grad_enabled():
         return function(*args, **kwargs)
-    frame = _Frame(function, args, kwargs)
-    with saved_tensors_hooks(frame.pack, _unpack):
-        return function(*args, **kwargs)
+    context = getattr(_early_stop, "value", None)
+    early_stop = context if context is not None else (True if early_stop is None else early_stop)
+    frame = _Frame(function, args, kwargs, early_stop)
+    try:
+        with saved_tensors_hooks(frame.pack, _unpack):
+            return function(*args, **kwargs)
+    finally:
+        frame.live = None
 
 
 def checkpoint_sequential(
