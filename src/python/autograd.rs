@@ -631,6 +631,20 @@ fn _queue_callback(callback: Py<PyAny>) -> PyResult<()> {
     Ok(engine::queue_callback(f)?)
 }
 
+/// The random generator's state, opaque (checkpointing restores it to recompute identically).
+#[pyclass(name = "_RngState", module = "tapegrad", frozen)]
+pub struct PyRngState(crate::tensor::random::RngState);
+
+#[pyfunction]
+fn _get_rng_state() -> PyRngState {
+    PyRngState(crate::tensor::random::rng_state())
+}
+
+#[pyfunction]
+fn _set_rng_state(state: PyRef<'_, PyRngState>) {
+    crate::tensor::random::set_rng_state(&state.0);
+}
+
 /// A number unique to the backward run going on on this thread, or None.
 #[pyfunction]
 fn _current_backward_id() -> Option<u64> {
@@ -727,6 +741,9 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_set_inference_mode, m)?)?;
     m.add_function(wrap_pyfunction!(_queue_callback, m)?)?;
     m.add_function(wrap_pyfunction!(_current_backward_id, m)?)?;
+    m.add_function(wrap_pyfunction!(_get_rng_state, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_rng_state, m)?)?;
+    m.add_class::<PyRngState>()?;
     m.add_function(wrap_pyfunction!(_run_grad_edges, m)?)?;
     m.add_function(wrap_pyfunction!(_gradient_edge, m)?)?;
     m.add_function(wrap_pyfunction!(_increment_version, m)?)?;

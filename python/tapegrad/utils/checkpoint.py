@@ -89,6 +89,7 @@ class _CheckpointFunction(Function):
     @staticmethod
     def forward(ctx, run_function, preserve_rng_state, *args):
         ctx.run_function = run_function
+        ctx.rng_state = _C._get_rng_state() if preserve_rng_state else None
         ctx.tensor_mask = [isinstance(a, Tensor) for a in args]
         ctx.save_for_backward(*[a for a in args if isinstance(a, Tensor)])
         ctx.others = [None if isinstance(a, Tensor) else a for a in args]
@@ -100,7 +101,7 @@ class _CheckpointFunction(Function):
         tensors = iter(ctx.saved_tensors)
         args = [next(tensors) if is_tensor else other for is_tensor, other in zip(ctx.tensor_mask, ctx.others)]
         inputs = _detach_like(tuple(args))
-        with enable_grad():
+        with _rng_restored(ctx.rng_state), enable_grad():
             outputs = ctx.run_function(*inputs)
         if isinstance(outputs, Tensor):
             outputs = (outputs,)
@@ -113,6 +114,23 @@ class _CheckpointFunction(Function):
         return (None, None, *(i.grad if isinstance(i, Tensor) else None for i in inputs))
 
 
+class _rng_restored:
+    """Runs its body with the random generator in ``state`` (when given), then puts back the
+    generator's own state, so that the caller's random stream is not disturbed."""
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+
+    def __enter__(self) -> None:
+        if self.state is not None:
+            self.saved = _C._get_rng_state()
+            _C._set_rng_state(self.state)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.state is not None:
+            _C._set_rng_state(self.saved)
+
+
 class _Frame:
     """One non-reentrant checkpoint call: how to recompute it, and what the recomputation saved."""
 
@@ -121,6 +139,7 @@ class _Frame:
     ) -> None:
         self.fn, self.args, self.kwargs = fn, args, kwargs
         self.early_stop = early_stop
+        self.rng_state: Any = None
         self.count = 0
         self.meta: list[tuple[tuple[int, ...], Any]] = []
         self.recomputed: list[Tensor | None] | None = None
@@ -153,7 +172,7 @@ class _Frame:
             return t
 
         try:
-            with saved_tensors_hooks(keep, read), enable_grad():
+            with saved_tensors_hooks(keep, read), _rng_restored(self.rng_state), enable_grad():
                 self.fn(*self.args, **self.kwargs)
         except _StopRecomputation:
             pass
@@ -207,12 +226,12 @@ def checkpoint(
     backward; backward recomputes them by running ``function`` again on the same inputs. The
     gradients are those of the plain call. ``use_reentrant`` should be given (PyTorch warns
     without it and uses ``True``); ``use_reentrant=True`` takes no keyword arguments for
-    ``function``. The non-reentrant recomputation stops once every saved value is back
-    (``early_stop``, default True; ``set_checkpoint_early_stop`` overrides it). ``function`` must do
-    the same operations each time (a recomputation that saves
-    fewer tensors, or tensors of other shapes or dtypes, raises ``CheckpointError``); tapegrad does not save the
-    random generator's state (``preserve_rng_state`` is accepted), so a function that draws
-    random numbers is not recomputed exactly.
+    ``function``. With ``preserve_rng_state`` (the default) the random generator's state at the
+    call is restored for the recomputation (and the caller's own state put back after), so random
+    operations give the same values. The non-reentrant recomputation stops once every saved value
+    is back (``early_stop``, default True; ``set_checkpoint_early_stop`` overrides it).
+    ``function`` must do the same operations each time (a recomputation that saves fewer tensors,
+    or tensors of other shapes or dtypes, raises ``CheckpointError``).
 
     >>> import tapegrad as tg
     >>> from tapegrad.utils.checkpoint import checkpoint
@@ -238,6 +257,8 @@ def checkpoint(
     context = getattr(_early_stop, "value", None)
     early_stop = context if context is not None else (True if early_stop is None else early_stop)
     frame = _Frame(function, args, kwargs, early_stop)
+    if preserve_rng_state:
+        frame.rng_state = _C._get_rng_state()
     try:
         with saved_tensors_hooks(frame.pack, _unpack):
             return function(*args, **kwargs)
