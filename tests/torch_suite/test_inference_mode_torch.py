@@ -34,7 +34,7 @@ def test_inference_mode_decorator():
     for mode in (True, False):
 
         @tg.inference_mode(mode)
-        def square(x):
+        def square(x, mode=mode):
             assert tg.is_inference_mode_enabled() == mode
             return x * x
 

@@ -154,7 +154,8 @@ class allow_mutation_on_saved_tensors(saved_tensors_hooks):
     backward still sees the value it had when saved. (PyTorch clones a saved tensor when it is
     first written; tapegrad clones each saved tensor when it is saved, which gives the same values
     at the cost of the copies.) Backward through such a graph must run inside the same context;
-    the contexts do not nest.
+    the contexts do not nest (``RuntimeError``); backward outside the context raises
+    ``AssertionError``, as PyTorch's does.
 
     >>> import tapegrad as tg
     >>> a = tg.tensor([1., 2.], requires_grad=True)
@@ -181,7 +182,7 @@ class allow_mutation_on_saved_tensors(saved_tensors_hooks):
     def _unpack(packed: tuple[allow_mutation_on_saved_tensors, Tensor]) -> Tensor:
         ctx, t = packed
         if not ctx._active:
-            raise RuntimeError(
+            raise AssertionError(
                 "Trying to backward outside of the 'allow_mutation_on_saved_tensors' context in which the "
                 "graph was originally recorded."
             )
