@@ -25,7 +25,7 @@ __all__ = [
     "_set_grad_enabled", "is_grad_enabled", "_set_anomaly_enabled", "_set_anomaly_check_nan", "_is_anomaly_enabled",
     "_run_backward", "_run_grad", "cat", "stack", "where", "_function_apply", "_function_apply_named",
     "_install_helpers", "_push_saved_tensors_hooks", "_pop_saved_tensors_hooks", "_set_inference_mode",
-    "is_inference_mode_enabled", "_queue_callback", "_current_backward_id", "_RngState", "_get_rng_state", "_set_rng_state", "_run_grad_edges", "_gradient_edge", "_increment_version",
+    "is_inference_mode_enabled", "_queue_callback", "_current_backward_id", "_current_backward_captures", "_RngState", "_get_rng_state", "_set_rng_state", "_run_grad_edges", "_gradient_edge", "_increment_version",
     "_rebuild_tensor", "set_printoptions",
 ]
 
@@ -495,6 +495,7 @@ def _push_saved_tensors_hooks(
 ) -> None: ...
 def _queue_callback(callback: Callable[[], object]) -> None: ...
 def _current_backward_id() -> _int | None: ...
+def _current_backward_captures() -> _bool: ...
 @final
 class _RngState: ...
 

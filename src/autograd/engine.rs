@@ -209,6 +209,7 @@ fn run_here(
     let _mode = GradModeGuard::new(create_graph);
     let callbacks: Callbacks = Arc::new(TaskCallbacks {
         id: NEXT_TASK_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        captures: !capture.is_empty(),
         queued: parking_lot::Mutex::new(Vec::new()),
     });
     let _callbacks = CallbacksGuard(CURRENT_CALLBACKS.with(|c| c.replace(Some(callbacks.clone()))));
@@ -235,10 +236,19 @@ pub type FinalCallback = Box<dyn FnOnce() -> Result<()> + Send>;
 /// One backward run's final callbacks, and a number that tells the run apart from every other.
 struct TaskCallbacks {
     id: u64,
+    /// The run captures gradients (`grad`, `backward(inputs=...)`) instead of accumulating all.
+    captures: bool,
     queued: parking_lot::Mutex<Vec<FinalCallback>>,
 }
 type Callbacks = Arc<TaskCallbacks>;
 static NEXT_TASK_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// Whether the backward run going on on this thread captures gradients (`grad` or
+/// `backward(inputs=...)`) rather than accumulating into every leaf: a reentrant checkpoint
+/// cannot serve such a run (its nested backward accumulates).
+pub fn current_backward_captures() -> bool {
+    CURRENT_CALLBACKS.with(|c| c.borrow().as_ref().is_some_and(|t| t.captures))
+}
 
 /// A number unique to the backward run going on on this thread (None outside one): per-run state
 /// kept by hooks (`register_multi_grad_hook`) is keyed by it.

@@ -645,6 +645,12 @@ fn _set_rng_state(state: PyRef<'_, PyRngState>) {
     crate::tensor::random::set_rng_state(&state.0);
 }
 
+/// Whether the backward run going on on this thread captures gradients (`grad`, `inputs=`).
+#[pyfunction]
+fn _current_backward_captures() -> bool {
+    engine::current_backward_captures()
+}
+
 /// A number unique to the backward run going on on this thread, or None.
 #[pyfunction]
 fn _current_backward_id() -> Option<u64> {
@@ -741,6 +747,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_set_inference_mode, m)?)?;
     m.add_function(wrap_pyfunction!(_queue_callback, m)?)?;
     m.add_function(wrap_pyfunction!(_current_backward_id, m)?)?;
+    m.add_function(wrap_pyfunction!(_current_backward_captures, m)?)?;
     m.add_function(wrap_pyfunction!(_get_rng_state, m)?)?;
     m.add_function(wrap_pyfunction!(_set_rng_state, m)?)?;
     m.add_class::<PyRngState>()?;

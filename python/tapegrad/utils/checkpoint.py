@@ -98,6 +98,12 @@ class _CheckpointFunction(Function):
 
     @staticmethod
     def backward(ctx, *grads):
+        if _C._current_backward_captures():
+            raise RuntimeError(
+                "tapegrad.utils.checkpoint is incompatible with .grad() or passing an `inputs` parameter to "
+                ".backward() when use_reentrant=True (its recomputation runs a backward of its own, which "
+                "accumulates into .grad). Use use_reentrant=False, or call .backward() without `inputs`."
+            )
         tensors = iter(ctx.saved_tensors)
         args = [next(tensors) if is_tensor else other for is_tensor, other in zip(ctx.tensor_mask, ctx.others)]
         inputs = _detach_like(tuple(args))
