@@ -1,5 +1,5 @@
 """tapegrad against PyTorch and NumPy on the workloads of issue 5 (W1-W6) and issue 16 (W7: one Adam
-step over W4's parameters).
+step over W4's parameters; W8: W4 trained as a `tg.nn` model with `tg.optim.Adam`).
 
 Each workload runs in its own process, alternating the implementations within that process
 (warm-up first, then REPEATS rounds), and the parent prints a table of medians, min..max and the
@@ -287,6 +287,36 @@ def w7_make(lib, **opt_kw):
     return factory
 
 
+# ---------------------------------------------------------------- W8: W4 as a model: tg.nn + tg.optim
+def w8_make(lib):
+    """W4's MLP written as users write it: `nn.Sequential` of bias-free `nn.Linear` and `nn.ReLU`,
+    `nn.MSELoss`, Adam; one full training step (zero_grad, forward, backward, step)."""
+    def factory():
+        lib.manual_seed(0)
+        layers = []
+        for i, (a, b) in enumerate(zip(W4_SIZES, W4_SIZES[1:])):
+            layers.append(lib.nn.Linear(a, b, bias=False))
+            if i < len(W4_SIZES) - 2:
+                layers.append(lib.nn.ReLU())
+        model = lib.nn.Sequential(*layers)
+        opt = lib.optim.Adam(model.parameters(), lr=1e-4)
+        loss_fn = lib.nn.MSELoss()
+        rng = np.random.default_rng(0)
+        x = lib.from_numpy(rng.standard_normal((W4_BATCH, W4_SIZES[0])).astype(np.float32))
+        y = lib.from_numpy(rng.standard_normal((W4_BATCH, W4_SIZES[-1])).astype(np.float32))
+
+        def run():
+            opt.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss.item()
+
+        return run
+
+    return factory
+
+
 def workloads():
     tg = try_import("tapegrad")
     torch = try_import("torch")
@@ -304,12 +334,14 @@ def workloads():
         "W7": {"tapegrad": w7_make(tg), "torch": w7_make(torch) if torch else None,
                "torch foreach": w7_make(torch, foreach=True) if torch else None,
                "torch fused": w7_make(torch, fused=True) if torch else None},
+        "W8": {"tapegrad": w8_make(tg), "torch": w8_make(torch) if torch else None},
     }
     return w
 
 
 UNITS = {"W1": ("ms/step", 1e3 / STEPS), "W2": ("us/op", 1e6 / 1000), "W3": ("us/call", 1e6 / 1000),
-         "W4": ("ms/step", 1e3), "W5": ("s", 1.0), "W6": ("ms/step", 1e3), "W7": ("ms/step", 1e3)}
+         "W4": ("ms/step", 1e3), "W5": ("s", 1.0), "W6": ("ms/step", 1e3), "W7": ("ms/step", 1e3),
+         "W8": ("ms/step", 1e3)}
 
 
 def chain_memory(libname):

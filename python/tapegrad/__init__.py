@@ -5,7 +5,7 @@ The contract is ``docs/api.md`` in the repository; the native module is ``tapegr
 
 import builtins
 
-from . import _anomaly, _function, autograd, cuda, optim, utils
+from . import _anomaly, _function, autograd, cuda, nn, optim, utils
 from . import _tapegrad as _C
 from ._anomaly import detect_anomaly
 from ._errors import SavedTensorModifiedError
@@ -56,6 +56,23 @@ from ._functional import (
     transpose,
     unsqueeze,
     zeros_like,
+)
+from ._functional_nn import (
+    amax,
+    amin,
+    argmin,
+    gather,
+    index_add,
+    index_select,
+    log_softmax,
+    logsumexp,
+    min,
+    prod,
+    scatter_add,
+    softmax,
+    std,
+    var,
+    var_mean,
 )
 from ._generator import Generator
 from ._grad_mode import (
@@ -159,6 +176,9 @@ __all__ = [
     "is_inference_mode_enabled", "Function", "FunctionCtx",
     "autograd_function", "custom_gradient", "once_differentiable", "SavedTensorModifiedError",
     "autograd", "detect_anomaly",
+    # the operations tg.nn needs, and tg.nn
+    "softmax", "log_softmax", "logsumexp", "amax", "amin", "min", "argmin", "var", "std", "var_mean",
+    "gather", "scatter_add", "index_select", "index_add", "prod", "nn",
     # optimizers, data loading, saving (issue 16)
     "optim", "utils", "save", "load", "Generator",
 ]

@@ -17,7 +17,7 @@ import numpy.typing as npt
 from typing_extensions import Self, TypeAlias, disjoint_base
 
 from tapegrad._function import _NeedsInputGrad, _SavedMapping
-from tapegrad._types import max_result
+from tapegrad._types import max_result, min_result
 
 __all__ = [
     "Tensor", "dtype", "device", "Node", "RemovableHandle", "FunctionCtx", "float32", "float64", "int64", "bool",
@@ -26,6 +26,7 @@ __all__ = [
     "_run_backward", "_run_grad", "cat", "stack", "where", "_function_apply", "_function_apply_named",
     "_install_helpers", "_push_saved_tensors_hooks", "_pop_saved_tensors_hooks", "_set_inference_mode",
     "is_inference_mode_enabled", "_queue_callback", "_current_backward_id", "_current_backward_captures", "_RngState", "_get_rng_state", "_set_rng_state", "_run_grad_edges", "_gradient_edge", "_increment_version",
+    "var_mean", "one_hot",
     "_rebuild_tensor", "set_printoptions",
 ]
 
@@ -334,6 +335,39 @@ class Tensor:
     def max(self, dim: _int, keepdim: _bool = False) -> max_result: ...
     def argmax(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor: ...
 
+    # the operations tg.nn needs (src/python/tensor_nn.rs)
+    def softmax(self, dim: _int, dtype: _DTypeLike | None = None) -> Tensor: ...
+    def log_softmax(self, dim: _int, dtype: _DTypeLike | None = None) -> Tensor: ...
+    def logsumexp(self, dim: _Dims, keepdim: _bool = False) -> Tensor: ...
+    def amax(self, dim: _Dims | None = None, keepdim: _bool = False) -> Tensor: ...
+    def amin(self, dim: _Dims | None = None, keepdim: _bool = False) -> Tensor: ...
+    @overload
+    def min(self, dim: None = None, keepdim: _bool = False) -> Tensor: ...
+    @overload
+    def min(self, dim: _int, keepdim: _bool = False) -> min_result: ...
+    def argmin(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor: ...
+    def prod(self, dim: _int | None = None, keepdim: _bool = False, *, dtype: _DTypeLike | None = None) -> Tensor: ...
+    def var(
+        self,
+        dim: _Dims | _bool | None = None,
+        unbiased: _bool | None = None,
+        keepdim: _bool = False,
+        *,
+        correction: _float | None = None,
+    ) -> Tensor: ...
+    def std(
+        self,
+        dim: _Dims | _bool | None = None,
+        unbiased: _bool | None = None,
+        keepdim: _bool = False,
+        *,
+        correction: _float | None = None,
+    ) -> Tensor: ...
+    def gather(self, dim: _int, index: Tensor) -> Tensor: ...
+    def scatter_add(self, dim: _int, index: Tensor, src: Tensor) -> Tensor: ...
+    def index_select(self, dim: _int, index: Tensor) -> Tensor: ...
+    def index_add(self, dim: _int, index: Tensor, source: Tensor, *, alpha: _float = 1.0) -> Tensor: ...
+
     # in place (each returns the tensor itself)
     def add_(self, other: _TensorLike) -> Tensor: ...
     def sub_(self, other: _TensorLike) -> Tensor: ...
@@ -523,6 +557,16 @@ def _install_helpers(
     max_result: Callable[..., Any],
 ) -> None: ...
 
+# the operations tg.nn needs (src/python/tensor_nn.rs)
+def var_mean(
+    input: Tensor,
+    dim: _Dims | _bool | None = None,
+    unbiased: _bool | None = None,
+    keepdim: _bool = False,
+    *,
+    correction: _float | None = None,
+) -> tuple[Tensor, Tensor]: ...
+def one_hot(tensor: Tensor, num_classes: _int = -1) -> Tensor: ...
 # tg.optim (issue 16): one native update per parameter group (src/python/optim.rs).
 __all__ += ["_optimizer_step"]
 

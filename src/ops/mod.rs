@@ -13,6 +13,7 @@ pub mod linalg;
 pub mod optim;
 pub mod reduce;
 pub mod shape;
+pub mod softmax;
 
 pub use elementwise::{Binary, Cmp, Logical, ScalarOp, Unary};
 pub use index::IndexItem;

@@ -12,6 +12,7 @@ mod identity;
 mod optim;
 mod tensor;
 mod tensor_index;
+mod tensor_nn;
 mod tensor_ops;
 mod tensor_protocol;
 
@@ -30,6 +31,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     autograd::register(m)?;
     function::register(m)?;
     helpers::register(m)?;
+    tensor_nn::register(m)?;
     optim::register(m)?;
     tensor_protocol::register(m)?;
     autograd::install_hooks();

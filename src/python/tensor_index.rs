@@ -31,8 +31,9 @@ fn item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
         return match t.dtype() {
             DType::Bool => Ok(IndexItem::Mask(t.clone())),
             DType::Int64 if t.numel() == 1 && t.ndim() == 0 => Ok(IndexItem::Int(t.item_scalar()?.as_i64() as isize)),
+            DType::Int64 => Ok(IndexItem::Tensor(t.clone())),
             other => Err(PyIndexError::new_err(format!(
-                "tensors used as indices must be bool masks or 0-d int64 tensors (got a {other} tensor of shape {:?}); integer-array indexing is not supported",
+                "tensors used as indices must be int64 or bool tensors (got a {other} tensor of shape {:?})",
                 t.shape()
             ))),
         };
@@ -72,12 +73,20 @@ fn item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
         if t.dtype() == DType::Int64 && t.ndim() == 0 {
             return Ok(IndexItem::Int(t.item_scalar()?.as_i64() as isize));
         }
-        return Err(PyIndexError::new_err(
-            "integer-array indexing is not supported; use ints, slices, None, ... or a bool mask",
-        ));
+        if t.dtype() == DType::Int64 {
+            return Ok(IndexItem::Tensor(t));
+        }
+        // An empty list is an empty integer index, as in PyTorch.
+        if t.numel() == 0 {
+            return Ok(IndexItem::Tensor(t.to_dtype(DType::Int64)?));
+        }
+        return Err(PyIndexError::new_err(format!(
+            "tensors used as indices must be int64 or bool tensors (got {})",
+            t.dtype()
+        )));
     }
     Err(PyTypeError::new_err(format!(
-        "invalid index of type {}: use ints, slices, None, ... or a bool mask",
+        "invalid index of type {}: use ints, slices, None, ..., a bool mask or int64 tensors",
         obj.get_type().name()?
     )))
 }
