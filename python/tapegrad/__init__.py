@@ -5,8 +5,8 @@ The contract is ``docs/api.md`` in the repository; the native module is ``tapegr
 
 import builtins
 
+from . import _anomaly, _function, autograd, cuda, nn, optim, utils
 from . import _tapegrad as _C
-from . import autograd, cuda, nn, optim, utils
 from ._anomaly import detect_anomaly
 from ._errors import SavedTensorModifiedError
 from ._function import Function, FunctionCtx, autograd_function, custom_gradient, once_differentiable
@@ -75,7 +75,14 @@ from ._functional_nn import (
     var_mean,
 )
 from ._generator import Generator
-from ._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from ._serialization import load, save
 from ._tapegrad import (
     Tensor,
@@ -100,6 +107,18 @@ from ._tapegrad import (
     tensor,
     zeros,
 )
+from ._types import max_result as _max_result
+
+# The helpers the native code calls, handed over once (src/python/helpers.rs).
+_C._install_helpers(
+    function_spec=_function._Spec,
+    saved_mapping=_function._SavedMapping,
+    needs_input_grad=_function._NeedsInputGrad,
+    user_location=_anomaly.user_location,
+    saved_tensor_modified_error=SavedTensorModifiedError,
+    max_result=_max_result,
+)
+del _max_result
 
 where = _C.where
 # element-wise math (src/python/tensor_math.rs)
@@ -213,7 +232,8 @@ __all__ = [
     "unsqueeze", "squeeze", "sum", "mean", "max", "argmax", "clone", "detach", "permute", "narrow",
     "eq", "ne", "lt", "le", "gt", "ge",
     # autograd
-    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "Function", "FunctionCtx",
+    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+    "is_inference_mode_enabled", "Function", "FunctionCtx",
     "autograd_function", "custom_gradient", "once_differentiable", "SavedTensorModifiedError",
     "autograd", "detect_anomaly",
     # element-wise math

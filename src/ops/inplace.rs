@@ -56,6 +56,9 @@ impl Tensor {
 
     /// Refuses in-place writes that would corrupt autograd state (`recording`: see `inplace_records`).
     pub(crate) fn check_inplace(&self, op: &str, recording: bool) -> Result<()> {
+        if self.storage().is_inference() && !crate::autograd::grad_mode::is_inference_mode_enabled() {
+            return Err(Error::autograd(crate::autograd::grad_mode::INFERENCE_INPLACE));
+        }
         if recording {
             if let Some(base) = self.base() {
                 if let Some(message) = view_rebase_error(&self.view_creation(), "is being modified inplace") {
@@ -115,6 +118,11 @@ impl Tensor {
         // when this tensor does not require grad: `a.mul_(b)` saves `a` for `b`'s gradient).
         let old = if recording { self.old_value_for_write()? } else { self.detach() };
         let new = compute(&old)?;
+        // A saved-tensor pack hook that failed while the new value was recorded: refused before
+        // the memory is written.
+        if let Some(e) = crate::autograd::saved::take_pack_error() {
+            return Err(e);
+        }
         if new.shape() != self.shape()
             && crate::tensor::layout::broadcast_shapes(new.shape(), self.shape())? != self.shape()
         {

@@ -7,6 +7,7 @@ mod convert;
 mod ctx;
 mod errors;
 mod function;
+mod helpers;
 mod identity;
 mod optim;
 mod tensor;
@@ -31,6 +32,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     autograd::register(m)?;
     function::register(m)?;
     tensor_math::register(m)?;
+    helpers::register(m)?;
     tensor_nn::register(m)?;
     optim::register(m)?;
     tensor_protocol::register(m)?;
