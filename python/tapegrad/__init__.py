@@ -74,6 +74,20 @@ from ._functional_nn import (
     var,
     var_mean,
 )
+from ._functional_sort import (
+    argsort,
+    cummax,
+    cummin,
+    cumprod,
+    cumsum,
+    flip,
+    kthvalue,
+    median,
+    mode,
+    roll,
+    sort,
+    topk,
+)
 from ._generator import Generator
 from ._grad_mode import (
     enable_grad,
@@ -301,4 +315,7 @@ __all__ = [
     "gather", "scatter_add", "index_select", "index_add", "prod", "nn",
     # optimizers, data loading, saving (issue 16)
     "optim", "utils", "save", "load", "Generator",
+    # sorting, selection and scans (issue 15)
+    "sort", "argsort", "topk", "kthvalue", "median", "mode", "cumsum", "cumprod", "cummax", "cummin",
+    "flip", "roll",
 ]

@@ -13,8 +13,10 @@ pub(crate) mod kernel;
 pub mod linalg;
 pub mod optim;
 pub mod reduce;
+pub mod reduce_more;
 pub mod shape;
 pub mod softmax;
+pub mod sort;
 
 pub use elementwise::{Binary, Cmp, Logical, ScalarOp, Unary};
 pub use index::IndexItem;

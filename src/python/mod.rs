@@ -16,6 +16,7 @@ mod tensor_math;
 mod tensor_nn;
 mod tensor_ops;
 mod tensor_protocol;
+mod tensor_sort;
 
 use pyo3::prelude::*;
 

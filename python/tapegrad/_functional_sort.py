@@ -1,0 +1,148 @@
+"""Function spellings (``tg.sort(t)`` is ``t.sort()``) of the sorting, selection and scan
+operations; ``tapegrad/__init__.py`` re-exports them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._tapegrad import Tensor, _DTypeLike
+    from ._types import (
+        cummax_result,
+        cummin_result,
+        kthvalue_result,
+        median_result,
+        mode_result,
+        sort_result,
+        topk_result,
+    )
+
+__all__ = [
+    "sort", "argsort", "topk", "kthvalue", "median", "mode", "cumsum", "cumprod", "cummax", "cummin",
+    "flip", "roll",
+]
+
+
+def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False) -> sort_result:
+    """Sorted values along ``dim`` and the indices they came from; NaN sorts as the largest value.
+
+    >>> import tapegrad as tg
+    >>> tg.sort(tg.tensor([3., 1., 2.]), descending=True)
+    sort(values=tensor([3., 2., 1.]), indices=tensor([0, 2, 1]))
+    """
+    return input.sort(dim, descending, stable=stable)
+
+
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
+    """The indices that sort ``input`` along ``dim``.
+
+    >>> import tapegrad as tg
+    >>> tg.argsort(tg.tensor([3., 1., 2.]))
+    tensor([1, 2, 0])
+    """
+    return input.argsort(dim, descending, stable=stable)
+
+
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> topk_result:
+    """The ``k`` largest (``largest=False``: smallest) values along ``dim`` and their indices.
+
+    >>> import tapegrad as tg
+    >>> tg.topk(tg.tensor([3., 1., 2.]), 2).indices
+    tensor([0, 2])
+    """
+    return input.topk(k, dim, largest, sorted)
+
+
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> kthvalue_result:
+    """The ``k``-th smallest value along ``dim`` (``k`` counts from 1) and its index.
+
+    >>> import tapegrad as tg
+    >>> tg.kthvalue(tg.tensor([3., 1., 2.]), 1).values
+    tensor(1.)
+    """
+    return input.kthvalue(k, dim, keepdim)
+
+
+def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor | median_result:
+    """The lower median of all elements, or ``(values, indices)`` along ``dim``; NaN propagates.
+
+    >>> import tapegrad as tg
+    >>> tg.median(tg.tensor([4., 1., 3., 2.]))
+    tensor(2.)
+    """
+    return input.median(dim, keepdim)
+
+
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> mode_result:
+    """The most frequent value along ``dim`` (the smallest among equally frequent ones) and the
+    index of its last occurrence.
+
+    >>> import tapegrad as tg
+    >>> tg.mode(tg.tensor([2., 1., 2., 1.]))
+    mode(values=tensor(1.), indices=tensor(3))
+    """
+    return input.mode(dim, keepdim)
+
+
+def cumsum(input: Tensor, dim: int, *, dtype: _DTypeLike | None = None) -> Tensor:
+    """Cumulative sum along ``dim``; integer and bool inputs give int64.
+
+    >>> import tapegrad as tg
+    >>> tg.cumsum(tg.tensor([1., 2., 3.]), 0)
+    tensor([1., 3., 6.])
+    """
+    return input.cumsum(dim, dtype=dtype)
+
+
+def cumprod(input: Tensor, dim: int, *, dtype: _DTypeLike | None = None) -> Tensor:
+    """Cumulative product along ``dim``; its gradient is exact where the input has zeros.
+
+    >>> import tapegrad as tg
+    >>> tg.cumprod(tg.tensor([1., 2., 3.]), 0)
+    tensor([1., 2., 6.])
+    """
+    return input.cumprod(dim, dtype=dtype)
+
+
+def cummax(input: Tensor, dim: int) -> cummax_result:
+    """Running maximum along ``dim`` and the index where each was reached.
+
+    >>> import tapegrad as tg
+    >>> tg.cummax(tg.tensor([1., 3., 2.]), 0).indices
+    tensor([0, 1, 1])
+    """
+    return input.cummax(dim)
+
+
+def cummin(input: Tensor, dim: int) -> cummin_result:
+    """Running minimum along ``dim`` and the index where each was reached.
+
+    >>> import tapegrad as tg
+    >>> tg.cummin(tg.tensor([3., 1., 2.]), 0).values
+    tensor([3., 1., 1.])
+    """
+    return input.cummin(dim)
+
+
+def flip(input: Tensor, dims: int | tuple[int, ...] | list[int]) -> Tensor:
+    """A copy of ``input`` with the order of its elements reversed along ``dims``.
+
+    >>> import tapegrad as tg
+    >>> tg.flip(tg.tensor([[1, 2], [3, 4]]), [0, 1])
+    tensor([[4, 3],
+            [2, 1]])
+    """
+    return input.flip(dims)
+
+
+def roll(
+    input: Tensor, shifts: int | tuple[int, ...] | list[int], dims: int | tuple[int, ...] | list[int] | None = None
+) -> Tensor:
+    """``input`` with its elements shifted by ``shifts`` along ``dims``, wrapping around; without
+    ``dims``, over the flattened tensor.
+
+    >>> import tapegrad as tg
+    >>> tg.roll(tg.tensor([1, 2, 3, 4]), 1)
+    tensor([4, 1, 2, 3])
+    """
+    return input.roll(shifts, dims)

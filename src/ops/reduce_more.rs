@@ -1,0 +1,151 @@
+//! Reductions built from other operations: all, any, count_nonzero, vector norms, isclose and
+//! equal. Their gradients come from the operations they are written with, except the 2-norm,
+//! whose formula is zero (not NaN) at a zero input, as in PyTorch.
+
+use crate::autograd::node::Node;
+use crate::autograd::record::{record, Save};
+use crate::error::{Error, Result};
+use crate::ops::formula::{Need, SingleOutput};
+use crate::ops::Cmp;
+use crate::tensor::dtype::DType;
+use crate::tensor::Tensor;
+
+/// Which vector norm `norm` computes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum NormOrd {
+    /// `sum(|x|^p)^(1/p)`; `P(2.0)` is the Euclidean (and Frobenius) norm.
+    P(f64),
+    /// `max |x|`.
+    Inf,
+    /// `min |x|`.
+    NegInf,
+}
+
+/// Backward of the 2-norm: `g * x / norm`, zero where the norm is zero.
+struct Norm2Backward {
+    dims: Option<Vec<isize>>,
+    keepdim: bool,
+}
+
+impl SingleOutput for Norm2Backward {
+    fn input_grads(&self, node: &Node, mut g: Tensor, _need: Need<'_>) -> Result<Vec<Option<Tensor>>> {
+        let saved = node.unpack_saved()?;
+        let (x, mut out) = (saved[0].clone(), saved[1].clone());
+        if !self.keepdim {
+            let mut dims: Vec<usize> = match &self.dims {
+                None => (0..x.ndim()).collect(),
+                Some(ds) => ds.iter().map(|&d| crate::tensor::layout::wrap_dim(d, x.ndim())).collect::<Result<_>>()?,
+            };
+            dims.sort_unstable();
+            for d in dims {
+                g = g.unsqueeze(d as isize)?;
+                out = out.unsqueeze(d as isize)?;
+            }
+        }
+        let zero = out.detach().eq_scalar(0.0)?;
+        let safe = Tensor::where_(&zero, &Tensor::ones(&[], out.dtype())?, &out)?;
+        let scaled = Tensor::where_(&zero, &Tensor::zeros(&[], g.dtype())?, &g.div(&safe)?)?;
+        Ok(vec![Some(x.mul(&scaled)?)])
+    }
+}
+
+impl Tensor {
+    /// True where the element is not zero (NaN counts as non-zero).
+    fn nonzero_mask(&self) -> Result<Tensor> {
+        self.detach().compare_scalar(0, Cmp::Ne)
+    }
+
+    /// Whether every element over `dims` (all when None) is non-zero; a bool tensor.
+    pub fn all(&self, dims: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
+        let zeros = self.nonzero_mask()?.logical_not()?.to_dtype(DType::Int64)?.sum(dims, keepdim)?;
+        zeros.eq_scalar(0)
+    }
+
+    /// Whether any element over `dims` (all when None) is non-zero; a bool tensor.
+    pub fn any(&self, dims: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
+        let ones = self.nonzero_mask()?.to_dtype(DType::Int64)?.sum(dims, keepdim)?;
+        ones.compare_scalar(0, Cmp::Ne)
+    }
+
+    /// The number of non-zero elements over `dims` (all when None); int64.
+    pub fn count_nonzero(&self, dims: Option<&[isize]>) -> Result<Tensor> {
+        self.nonzero_mask()?.to_dtype(DType::Int64)?.sum(dims, false)
+    }
+
+    /// The vector norm of order `ord` over `dims` (all when None). Floats only.
+    pub fn norm(&self, ord: NormOrd, dims: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
+        if !self.dtype().is_float() {
+            return Err(Error::dtype(format!(
+                "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
+                self.dtype()
+            )));
+        }
+        let a = self.abs()?;
+        match ord {
+            NormOrd::Inf | NormOrd::NegInf if self.numel() == 0 => Err(Error::value(
+                "linalg.vector_norm cannot compute the inf norm on an empty tensor because the operation does not have an identity",
+            )),
+            NormOrd::Inf => a.amax(dims, keepdim),
+            NormOrd::NegInf => a.amin(dims, keepdim),
+            NormOrd::P(p) if p == 0.0 => a.compare_scalar(0, Cmp::Ne)?.to_dtype(self.dtype())?.sum(dims, keepdim),
+            NormOrd::P(p) if p == 1.0 => a.sum(dims, keepdim),
+            NormOrd::P(p) if p == 2.0 => {
+                let out = {
+                    let _off = crate::autograd::GradModeGuard::no_grad();
+                    self.detach().square()?.sum(dims, keepdim)?.sqrt()?
+                };
+                record("NormBackward", &[self], &[&out], || {
+                    (
+                        Norm2Backward { dims: dims.map(<[isize]>::to_vec), keepdim },
+                        vec![Save::Input(self.clone()), Save::Output(0)],
+                    )
+                });
+                Ok(out)
+            }
+            NormOrd::P(p) => a.pow_scalar(p)?.sum(dims, keepdim)?.pow_scalar(1.0 / p),
+        }
+    }
+
+    /// `|self - other| <= atol + rtol * |other|` elementwise (equal infinities are close; NaN is
+    /// close to NaN only with `equal_nan`). Both operands must have the same dtype.
+    pub fn isclose(&self, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<Tensor> {
+        if self.dtype() != other.dtype() {
+            return Err(Error::dtype(format!(
+                "isclose(): expected both inputs to have the same dtype, but got {} and {}",
+                self.dtype(),
+                other.dtype()
+            )));
+        }
+        if rtol < 0.0 {
+            return Err(Error::value(format!("isclose(): rtol must be greater than or equal to zero, but got {rtol}")));
+        }
+        if atol < 0.0 {
+            return Err(Error::value(format!("isclose(): atol must be greater than or equal to zero, but got {atol}")));
+        }
+        let (a, b) = (self.detach(), other.detach());
+        let mut close = a.compare(&b, Cmp::Eq)?;
+        if equal_nan && a.dtype().is_float() {
+            close = close.logical_or(&a.isnan()?.logical_and(&b.isnan()?)?)?;
+        }
+        if a.dtype() == DType::Bool {
+            return Ok(close);
+        }
+        let (af, bf) =
+            if a.dtype().is_float() { (a, b) } else { (a.to_dtype(DType::Float64)?, b.to_dtype(DType::Float64)?) };
+        let diff = af.sub(&bf)?.abs()?;
+        let tol = bf.abs()?.mul_scalar(rtol)?.add_scalar(atol)?;
+        // Infinite differences (an infinity against a finite value) are never close.
+        let finite = diff.compare_scalar(f64::INFINITY, Cmp::Ne)?;
+        let within = diff.compare(&tol, Cmp::Le)?.logical_and(&finite)?;
+        close.logical_or(&within)
+    }
+
+    /// True when both tensors have the same shape and equal elements (NaN is not equal to NaN).
+    pub fn equal(&self, other: &Tensor) -> Result<bool> {
+        if self.shape() != other.shape() {
+            return Ok(false);
+        }
+        let same = self.detach().compare(&other.detach(), Cmp::Eq)?;
+        Ok(same.all(None, false)?.item()? != 0.0)
+    }
+}
