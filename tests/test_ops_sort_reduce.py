@@ -240,3 +240,88 @@ def test_flip_roll_gradient():
     assert gradcheck(lambda t: t.flip(0, 1) * t, (x,))
     assert gradcheck(lambda t: t.roll((1, 2), (0, 1)) * t, (x,))
     assert gradgradcheck(lambda t: t.roll(3) * t, (x,))
+
+
+# ---- all, any, count_nonzero ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dim", [None, 0, 1, (0, 1)])
+def test_all_any_count_nonzero(dim):
+    a = RNG.integers(0, 2, size=(3, 4)) * RNG.normal(size=(3, 4))
+    a[0] = 1.0
+    t = tg.tensor(a)
+    axis = dim
+    np.testing.assert_array_equal(tg.all(t, dim).numpy(), np.all(a, axis=axis))
+    np.testing.assert_array_equal(t.any(dim).numpy(), np.any(a, axis=axis))
+    assert t.all(dim).dtype == tg.bool
+    np.testing.assert_array_equal(tg.count_nonzero(t, dim).numpy(), np.count_nonzero(a, axis=axis))
+    if dim is not None:
+        assert t.all(dim, keepdim=True).numpy().shape == np.all(a, axis=axis, keepdims=True).shape
+
+
+def test_all_any_nan_and_empty():
+    assert tg.tensor([1.0, float("nan")]).all().item() is True
+    assert tg.zeros(0).all().item() is True and tg.zeros(0).any().item() is False
+
+
+# ---- norm, std_mean, aminmax ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("p", [2, "fro", 1, float("inf"), -float("inf"), 3.0, 0.5])
+@pytest.mark.parametrize("dim", [None, 1, (0, 1)])
+def test_norm_values_and_gradient(p, dim):
+    a = distinct((3, 4)) - 2.9
+    pn = 2 if p == "fro" else p
+    axis = dim
+    want = np.linalg.norm(a.ravel(), ord=pn) if dim in (None, (0, 1)) else np.linalg.norm(a, ord=pn, axis=dim)
+    np.testing.assert_allclose(tg.norm(tg.tensor(a), p, dim).numpy(), want, rtol=1e-12)
+    assert gradcheck(lambda t: t.norm(p, dim), (leaf(a),))
+    if p in (2, "fro", 3.0):
+        assert gradgradcheck(lambda t: t.norm(p, dim), (leaf(a),))
+    del axis
+
+
+def test_norm_two_gradient_at_zero_is_zero():
+    # PyTorch: d/dx ||x|| at x = 0 is 0, not NaN.
+    x = tg.tensor([[0.0, 0.0], [3.0, 4.0]], dtype=tg.float64, requires_grad=True)
+    x.norm(dim=1, keepdim=True).sum().backward()
+    assert x.grad.tolist() == [[0.0, 0.0], [0.6, 0.8]]
+    with pytest.raises(RuntimeError):
+        tg.tensor([1, 2]).norm()
+
+
+def test_std_mean_and_aminmax():
+    a = RNG.normal(size=(3, 5))
+    s, m = tg.std_mean(tg.tensor(a), 1)
+    np.testing.assert_allclose(s.numpy(), np.std(a, axis=1, ddof=1))
+    np.testing.assert_allclose(m.numpy(), np.mean(a, axis=1))
+    lo, hi = tg.aminmax(tg.tensor(a), dim=0, keepdim=True)
+    np.testing.assert_array_equal(lo.numpy(), a.min(0, keepdims=True))
+    np.testing.assert_array_equal(hi.numpy(), a.max(0, keepdims=True))
+    assert tg.tensor(a).aminmax().max.item() == a.max()
+
+
+# ---- isclose, allclose, equal --------------------------------------------------------------------
+
+
+def test_isclose_matches_numpy():
+    inf, nan = float("inf"), float("nan")
+    a = np.array([1.0, 1.0 + 1e-6, 1.0 + 1e-4, inf, inf, -inf, nan, nan, 0.0, 1e-9])
+    b = np.array([1.0, 1.0, 1.0, inf, -inf, 1.0, nan, 1.0, 1e-8, 0.0])
+    for equal_nan in (False, True):
+        got = tg.isclose(tg.tensor(a), tg.tensor(b), equal_nan=equal_nan).numpy()
+        np.testing.assert_array_equal(got, np.isclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=equal_nan))
+    assert tg.isclose(tg.tensor([1, 2]), tg.tensor([1, 3])).tolist() == [True, False]
+    with pytest.raises(RuntimeError):
+        tg.isclose(tg.tensor([1, 2]), tg.tensor([1.0, 3.0]))
+    with pytest.raises(RuntimeError):
+        tg.isclose(tg.tensor([1.0]), tg.tensor([1.0]), rtol=-1.0)
+
+
+def test_allclose_equal():
+    assert tg.allclose(tg.tensor([1.0, 2.0]), tg.tensor([1.0, 2.0 + 1e-7]))
+    assert not tg.allclose(tg.tensor([1.0, 2.0]), tg.tensor([1.0, 2.1]))
+    assert tg.tensor([1.0, 2.0]).allclose(tg.tensor([1.0, 2.1]), atol=0.2)
+    assert tg.equal(tg.tensor([1.0, 2.0]), tg.tensor([1.0, 2.0]))
+    assert not tg.equal(tg.tensor([1.0, 2.0]), tg.tensor([[1.0, 2.0]]))
+    assert not tg.equal(tg.tensor([float("nan")]), tg.tensor([float("nan")]))

@@ -75,17 +75,26 @@ from ._functional_nn import (
     var_mean,
 )
 from ._functional_sort import (
+    all,
+    allclose,
+    aminmax,
+    any,
     argsort,
+    count_nonzero,
     cummax,
     cummin,
     cumprod,
     cumsum,
+    equal,
     flip,
+    isclose,
     kthvalue,
     median,
     mode,
+    norm,
     roll,
     sort,
+    std_mean,
     topk,
 )
 from ._generator import Generator
@@ -317,5 +326,6 @@ __all__ = [
     "optim", "utils", "save", "load", "Generator",
     # sorting, selection and scans (issue 15)
     "sort", "argsort", "topk", "kthvalue", "median", "mode", "cumsum", "cumprod", "cummax", "cummin",
-    "flip", "roll",
+    "flip", "roll", "all", "any", "count_nonzero", "norm", "std_mean", "aminmax", "isclose", "allclose",
+    "equal",
 ]

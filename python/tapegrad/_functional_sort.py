@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._tapegrad import Tensor, _DTypeLike
+    from ._tapegrad import Tensor, _Dims, _DTypeLike
     from ._types import (
+        aminmax_result,
         cummax_result,
         cummin_result,
         kthvalue_result,
@@ -18,8 +19,27 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "sort", "argsort", "topk", "kthvalue", "median", "mode", "cumsum", "cumprod", "cummax", "cummin",
-    "flip", "roll",
+    "sort",
+    "argsort",
+    "topk",
+    "kthvalue",
+    "median",
+    "mode",
+    "cumsum",
+    "cumprod",
+    "cummax",
+    "cummin",
+    "flip",
+    "roll",
+    "all",
+    "any",
+    "count_nonzero",
+    "norm",
+    "std_mean",
+    "aminmax",
+    "isclose",
+    "allclose",
+    "equal",
 ]
 
 
@@ -146,3 +166,107 @@ def roll(
     tensor([4, 1, 2, 3])
     """
     return input.roll(shifts, dims)
+
+
+def all(input: Tensor, dim: _Dims | None = None, keepdim: bool = False) -> Tensor:
+    """Whether every element (over ``dim``, when given) is non-zero; NaN counts as non-zero.
+
+    >>> import tapegrad as tg
+    >>> tg.all(tg.tensor([[1, 0], [2, 3]]), 1)
+    tensor([False,  True])
+    """
+    return input.all(dim, keepdim)
+
+
+def any(input: Tensor, dim: _Dims | None = None, keepdim: bool = False) -> Tensor:
+    """Whether some element (over ``dim``, when given) is non-zero.
+
+    >>> import tapegrad as tg
+    >>> tg.any(tg.tensor([[0, 0], [2, 0]]), 1)
+    tensor([False,  True])
+    """
+    return input.any(dim, keepdim)
+
+
+def count_nonzero(input: Tensor, dim: _Dims | None = None) -> Tensor:
+    """The number of non-zero elements (over ``dim``, when given), as int64.
+
+    >>> import tapegrad as tg
+    >>> tg.count_nonzero(tg.tensor([[1., 0.], [2., 3.]]))
+    tensor(3)
+    """
+    return input.count_nonzero(dim)
+
+
+def norm(
+    input: Tensor,
+    p: float | str | None = "fro",
+    dim: _Dims | None = None,
+    keepdim: bool = False,
+    dtype: _DTypeLike | None = None,
+) -> Tensor:
+    """The vector norm of order ``p`` (2 or ``'fro'``, 1, ``inf``, ``-inf``, any number) over
+    ``dim`` (all elements when None). The 2-norm's gradient at zero is zero.
+
+    >>> import tapegrad as tg
+    >>> tg.norm(tg.tensor([3., 4.]))
+    tensor(5.)
+    """
+    return input.norm(p, dim, keepdim, dtype)
+
+
+def std_mean(
+    input: Tensor,
+    dim: _Dims | None = None,
+    unbiased: bool | None = None,
+    keepdim: bool = False,
+    *,
+    correction: float | None = None,
+) -> tuple[Tensor, Tensor]:
+    """The standard deviation and the mean over ``dim``, as the pair ``(std, mean)``.
+
+    >>> import tapegrad as tg
+    >>> tg.std_mean(tg.tensor([1., 3.]))
+    (tensor(1.4142), tensor(2.))
+    """
+    return (input.std(dim, unbiased, keepdim, correction=correction), input.mean(dim, keepdim))
+
+
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> aminmax_result:
+    """The smallest and the largest elements (over ``dim``, when given): ``(min, max)``.
+
+    >>> import tapegrad as tg
+    >>> tg.aminmax(tg.tensor([[1., 5.], [4., 2.]]), dim=0)
+    aminmax(min=tensor([1., 2.]), max=tensor([4., 5.]))
+    """
+    return input.aminmax(dim=dim, keepdim=keepdim)
+
+
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+    """``|input - other| <= atol + rtol * |other|``, elementwise; equal infinities are close.
+
+    >>> import tapegrad as tg
+    >>> tg.isclose(tg.tensor([1., 2.]), tg.tensor([1. + 1e-9, 2.1]))
+    tensor([ True, False])
+    """
+    return input.isclose(other, rtol, atol, equal_nan)
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """True when every element of ``input`` is close to ``other``'s (see ``isclose``).
+
+    >>> import tapegrad as tg
+    >>> tg.allclose(tg.tensor([1., 2.]), tg.tensor([1., 2. + 1e-7]))
+    True
+    """
+    return input.allclose(other, rtol, atol, equal_nan)
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    """True when both tensors have the same shape and equal elements.
+
+    >>> import tapegrad as tg
+    >>> tg.equal(tg.tensor([1., 2.]), tg.tensor([1., 2.]))
+    True
+    """
+    return input.equal(other)
