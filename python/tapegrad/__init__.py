@@ -80,6 +80,7 @@ from ._functional_sort import (
     aminmax,
     any,
     argsort,
+    bucketize,
     count_nonzero,
     cummax,
     cummin,
@@ -87,15 +88,25 @@ from ._functional_sort import (
     cumsum,
     equal,
     flip,
+    index_fill,
+    index_put,
     isclose,
     kthvalue,
+    masked_scatter,
     median,
     mode,
+    nonzero,
     norm,
     roll,
+    scatter,
+    scatter_reduce,
+    searchsorted,
     sort,
     std_mean,
+    take,
+    take_along_dim,
     topk,
+    unique,
 )
 from ._generator import Generator
 from ._grad_mode import (
@@ -327,5 +338,6 @@ __all__ = [
     # sorting, selection and scans (issue 15)
     "sort", "argsort", "topk", "kthvalue", "median", "mode", "cumsum", "cumprod", "cummax", "cummin",
     "flip", "roll", "all", "any", "count_nonzero", "norm", "std_mean", "aminmax", "isclose", "allclose",
-    "equal",
+    "equal", "scatter", "scatter_reduce", "index_fill", "index_put", "masked_scatter", "take", "take_along_dim",
+    "nonzero", "unique", "searchsorted", "bucketize",
 ]

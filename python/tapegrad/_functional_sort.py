@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import _tapegrad as _C
+
 if TYPE_CHECKING:
     from ._tapegrad import Tensor, _Dims, _DTypeLike
     from ._types import (
@@ -40,7 +42,21 @@ __all__ = [
     "isclose",
     "allclose",
     "equal",
+    "scatter",
+    "scatter_reduce",
+    "index_fill",
+    "index_put",
+    "masked_scatter",
+    "take",
+    "take_along_dim",
+    "nonzero",
+    "unique",
+    "searchsorted",
+    "bucketize",
 ]
+
+searchsorted = _C.searchsorted
+bucketize = _C.bucketize
 
 
 def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False) -> sort_result:
@@ -270,3 +286,114 @@ def equal(input: Tensor, other: Tensor) -> bool:
     True
     """
     return input.equal(other)
+
+
+def scatter(
+    input: Tensor,
+    dim: int,
+    index: Tensor,
+    src: Tensor | float | None = None,
+    *,
+    value: float | None = None,
+    reduce: str | None = None,
+) -> Tensor:
+    """``input`` with ``src`` (or the number ``value``) written at ``index`` along ``dim``.
+
+    >>> import tapegrad as tg
+    >>> tg.scatter(tg.zeros(3), 0, tg.tensor([2, 0]), tg.tensor([5., 6.]))
+    tensor([6., 0., 5.])
+    """
+    return input.scatter(dim, index, src, value, reduce=reduce)
+
+
+def scatter_reduce(
+    input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True
+) -> Tensor:
+    """``src`` at ``index`` along ``dim`` combined into ``input`` by ``reduce`` ("sum", "prod",
+    "mean", "amax" or "amin").
+
+    >>> import tapegrad as tg
+    >>> tg.scatter_reduce(tg.zeros(2), 0, tg.tensor([0, 0, 1]), tg.tensor([1., 3., 2.]), "amax")
+    tensor([3., 2.])
+    """
+    return input.scatter_reduce(dim, index, src, reduce, include_self=include_self)
+
+
+def index_fill(input: Tensor, dim: int, index: Tensor, value: float | Tensor) -> Tensor:
+    """``input`` with the slices at ``index`` along ``dim`` set to ``value``.
+
+    >>> import tapegrad as tg
+    >>> tg.index_fill(tg.ones(2, 2), 1, tg.tensor([0]), 0.)
+    tensor([[0., 1.],
+            [0., 1.]])
+    """
+    return input.index_fill(dim, index, value)
+
+
+def index_put(input: Tensor, indices: tuple[Tensor, ...], values: Tensor | float, accumulate: bool = False) -> Tensor:
+    """``input[indices] = values`` out of place (``accumulate``: added, repeated indices summing).
+
+    >>> import tapegrad as tg
+    >>> tg.index_put(tg.zeros(3), (tg.tensor([0, 0]),), tg.tensor(1.), accumulate=True)
+    tensor([2., 0., 0.])
+    """
+    return input.index_put(indices, values, accumulate)
+
+
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """``input`` with the elements where ``mask`` is true replaced by ``source``'s, in order.
+
+    >>> import tapegrad as tg
+    >>> tg.masked_scatter(tg.zeros(3), tg.tensor([True, False, True]), tg.tensor([1., 2.]))
+    tensor([1., 0., 2.])
+    """
+    return input.masked_scatter(mask, source)
+
+
+def take(input: Tensor, index: Tensor) -> Tensor:
+    """The elements at ``index`` of the flattened ``input``, shaped like ``index``.
+
+    >>> import tapegrad as tg
+    >>> tg.take(tg.tensor([[1, 2], [3, 4]]), tg.tensor([0, 3]))
+    tensor([1, 4])
+    """
+    return input.take(index)
+
+
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    """``gather`` along ``dim`` after broadcasting ``input`` and ``indices`` (no ``dim``: flattened).
+
+    >>> import tapegrad as tg
+    >>> x = tg.tensor([[3., 1.], [2., 4.]])
+    >>> tg.take_along_dim(x, x.argsort(1), 1)
+    tensor([[1., 3.],
+            [2., 4.]])
+    """
+    return input.take_along_dim(indices, dim)
+
+
+def nonzero(input: Tensor, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
+    """The coordinates of the non-zero elements, one row each (``as_tuple``: one tensor per dim).
+
+    >>> import tapegrad as tg
+    >>> tg.nonzero(tg.tensor([0, 3, 0, 5]))
+    tensor([[1],
+            [3]])
+    """
+    return input.nonzero(as_tuple=as_tuple)
+
+
+def unique(
+    input: Tensor,
+    sorted: bool = True,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    dim: int | None = None,
+) -> Tensor | tuple[Tensor, ...]:
+    """The sorted distinct elements; optionally each element's index among them and the counts.
+
+    >>> import tapegrad as tg
+    >>> tg.unique(tg.tensor([3, 1, 3]), return_counts=True)
+    (tensor([1, 3]), tensor([1, 2]))
+    """
+    return input.unique(sorted, return_inverse, return_counts, dim)

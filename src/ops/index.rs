@@ -293,6 +293,10 @@ impl Tensor {
     /// The out-of-place value of `t[items] = value`. As in PyTorch and NumPy, leading size-1
     /// dimensions of `value` beyond the indexed region's rank are dropped before broadcasting.
     pub(crate) fn index_put_value(&self, items: &[IndexItem], value: &Tensor) -> Result<Tensor> {
+        let has_mask = items.iter().any(|i| matches!(i, IndexItem::Mask(_)));
+        if items.iter().any(|i| matches!(i, IndexItem::Tensor(_))) || (has_mask && items.len() > 1) {
+            return self.index_put_positions(items, value, false);
+        }
         if let [IndexItem::Mask(mask)] = items {
             self.check_mask(mask)?;
             if value.numel() == 1 {
@@ -313,6 +317,45 @@ impl Tensor {
         let region = Tensor::index_scatter_zeros(self.shape(), items, &v)?;
         let ones = Tensor::index_scatter_zeros(self.shape(), items, &Tensor::ones(&layout.shape, DType::Bool)?)?;
         Tensor::where_(&ones, &region, self)
+    }
+
+    /// The out-of-place value of `t[items] = value` (`accumulate`: `t[items] += value`, repeated
+    /// positions adding up) for any index, integer tensors included. The positions written are
+    /// read by indexing a tensor of flat positions with `items`; the write is then a `where` over
+    /// the flattened tensor (or an `index_add`), so it is differentiable with respect to both
+    /// `self` and `value`. Without `accumulate`, a repeated position takes its last value.
+    pub fn index_put_positions(&self, items: &[IndexItem], value: &Tensor, accumulate: bool) -> Result<Tensor> {
+        let n = self.numel();
+        let shape: Vec<isize> = self.shape().iter().map(|&d| d as isize).collect();
+        let pos = Tensor::arange(0.0, n as f64, 1.0, DType::Int64)?.reshape(&shape)?.index(items)?;
+        let v = value.to_dtype(self.dtype())?;
+        let v = drop_leading_unit_dims(&v, pos.ndim())?;
+        if crate::tensor::layout::broadcast_shapes(v.shape(), pos.shape())? != pos.shape() {
+            return Err(Error::shape(format!(
+                "shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}",
+                fmt_shape(value.shape()),
+                fmt_shape(pos.shape())
+            )));
+        }
+        if pos.numel() == 0 {
+            return self.clone_tensor();
+        }
+        let v = v.expand(pos.shape())?.reshape(&[-1])?;
+        let p = pos.reshape(&[-1])?;
+        let flat = self.reshape(&[-1])?;
+        let out = if accumulate {
+            flat.index_add(0, &p, &v, 1.0)?
+        } else {
+            let mut src = vec![0i64; n];
+            let mut written = vec![false; n];
+            for (k, &q) in p.to_vec::<i64>()?.iter().enumerate() {
+                src[q as usize] = k as i64;
+                written[q as usize] = true;
+            }
+            let chosen = v.index_select(0, &Tensor::from_vec(src, &[n])?)?;
+            Tensor::where_(&Tensor::from_vec(written, &[n])?, &chosen, &flat)?
+        };
+        out.reshape(&shape)
     }
 
     /// `t[items]` where some items are int64 tensors: the tensors are broadcast together and select

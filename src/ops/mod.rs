@@ -14,6 +14,7 @@ pub mod linalg;
 pub mod optim;
 pub mod reduce;
 pub mod reduce_more;
+pub mod scatter;
 pub mod shape;
 pub mod softmax;
 pub mod sort;

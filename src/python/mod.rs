@@ -16,6 +16,7 @@ mod tensor_math;
 mod tensor_nn;
 mod tensor_ops;
 mod tensor_protocol;
+mod tensor_scatter;
 mod tensor_sort;
 
 use pyo3::prelude::*;
@@ -37,6 +38,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tensor_nn::register(m)?;
     optim::register(m)?;
     tensor_protocol::register(m)?;
+    tensor_scatter::register(m)?;
     autograd::install_hooks();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);
     Ok(())
