@@ -330,7 +330,7 @@ impl Tensor {
         let pos = Tensor::arange(0.0, n as f64, 1.0, DType::Int64)?.reshape(&shape)?.index(items)?;
         let v = value.to_dtype(self.dtype())?;
         let v = drop_leading_unit_dims(&v, pos.ndim())?;
-        if crate::tensor::layout::broadcast_shapes(v.shape(), pos.shape())? != pos.shape() {
+        if !crate::tensor::layout::is_broadcastable_to(v.shape(), pos.shape()) {
             return Err(Error::shape(format!(
                 "shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}",
                 fmt_shape(value.shape()),
