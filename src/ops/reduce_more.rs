@@ -87,9 +87,9 @@ impl Tensor {
             )),
             NormOrd::Inf => a.amax(dims, keepdim),
             NormOrd::NegInf => a.amin(dims, keepdim),
-            NormOrd::P(p) if p == 0.0 => a.compare_scalar(0, Cmp::Ne)?.to_dtype(self.dtype())?.sum(dims, keepdim),
-            NormOrd::P(p) if p == 1.0 => a.sum(dims, keepdim),
-            NormOrd::P(p) if p == 2.0 => {
+            NormOrd::P(0.0) => a.compare_scalar(0, Cmp::Ne)?.to_dtype(self.dtype())?.sum(dims, keepdim),
+            NormOrd::P(1.0) => a.sum(dims, keepdim),
+            NormOrd::P(2.0) => {
                 let out = {
                     let _off = crate::autograd::GradModeGuard::no_grad();
                     self.detach().square()?.sum(dims, keepdim)?.sqrt()?

@@ -124,14 +124,17 @@ impl Tensor {
                     "{op}(): Expected index {} to be smaller than self {} apart from dimension {d}{}",
                     fmt_shape(index.shape()),
                     fmt_shape(self.shape()),
-                    src.map(|s| format!(" and to be smaller size than src {}", fmt_shape(s.shape()))).unwrap_or_default()
+                    src.map(|s| format!(" and to be smaller size than src {}", fmt_shape(s.shape())))
+                        .unwrap_or_default()
                 )));
             }
         }
         let size = self.shape()[d];
         for &i in &index.to_vec::<i64>()? {
             if i < 0 || i as usize >= size {
-                return Err(Error::index(format!("{op}(): index {i} is out of bounds for dimension {d} with size {size}")));
+                return Err(Error::index(format!(
+                    "{op}(): index {i} is out of bounds for dimension {d} with size {size}"
+                )));
             }
         }
         // Positions of self's elements, cut to index's extent outside `dim`, gathered along `dim`.
@@ -292,7 +295,8 @@ impl Tensor {
                         let mut best = val(i, ms[0]);
                         for &m in &ms[1..] {
                             let v = val(i, m);
-                            let better = if largest { v > best } else { v < best };
+                            let want = if largest { std::cmp::Ordering::Greater } else { std::cmp::Ordering::Less };
+                            let better = v.partial_cmp(&best) == Some(want);
                             if (better && !nan(best)) || (nan(v) && !nan(best)) {
                                 best = v;
                             }
@@ -441,7 +445,9 @@ impl Tensor {
                 "torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 dimension",
             ));
         }
-        if self.ndim() > 1 && (values.ndim() != self.ndim() || values.shape()[..values.ndim() - 1] != self.shape()[..self.ndim() - 1]) {
+        if self.ndim() > 1
+            && (values.ndim() != self.ndim() || values.shape()[..values.ndim() - 1] != self.shape()[..self.ndim() - 1])
+        {
             return Err(Error::value(format!(
                 "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries tensor and input value tensor must match, but we got boundaries tensor {} and input value tensor {}",
                 fmt_shape(self.shape()),

@@ -54,9 +54,7 @@ fn written(src: Option<&Bound<'_, PyAny>>, value: Option<&Bound<'_, PyAny>>) -> 
 
 fn reduce_arg(reduce: &str) -> PyResult<ScatterReduce> {
     ScatterReduce::from_name(reduce).ok_or_else(|| {
-        PyRuntimeError::new_err(format!(
-            "reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
-        ))
+        PyRuntimeError::new_err(format!("reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"))
     })
 }
 
@@ -174,7 +172,13 @@ impl PyTensor {
         Ok(slf)
     }
     /// `self` with the slices at `index` along `dim` set to `value` (a number or a 0-d tensor).
-    fn index_fill(&self, py: Python<'_>, dim: isize, index: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    fn index_fill(
+        &self,
+        py: Python<'_>,
+        dim: isize,
+        index: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
         let idx = expect_tensor(index, "index_fill's index")?;
         let v = tensor_or_number(value, self.inner.dtype(), "index_fill's value")?;
         wrap(py, run(py, self.inner.numel(), || self.inner.index_fill(dim, &idx, &v))?)
@@ -207,7 +211,12 @@ impl PyTensor {
         Ok(slf)
     }
     /// `self` with the elements where `mask` is true replaced by `source`'s, in order.
-    fn masked_scatter(&self, py: Python<'_>, mask: &Bound<'_, PyAny>, source: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    fn masked_scatter(
+        &self,
+        py: Python<'_>,
+        mask: &Bound<'_, PyAny>,
+        source: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
         let m = expect_tensor(mask, "masked_scatter's mask")?;
         let s = expect_tensor(source, "masked_scatter's source")?;
         let full = m.expand(self.inner.shape())?;
@@ -228,7 +237,13 @@ impl PyTensor {
     }
     /// `self[indices] = values` out of place (`accumulate`: added).
     #[pyo3(signature = (indices, values, accumulate=false))]
-    fn index_put(&self, py: Python<'_>, indices: &Bound<'_, PyAny>, values: &Bound<'_, PyAny>, accumulate: bool) -> PyResult<Py<PyAny>> {
+    fn index_put(
+        &self,
+        py: Python<'_>,
+        indices: &Bound<'_, PyAny>,
+        values: &Bound<'_, PyAny>,
+        accumulate: bool,
+    ) -> PyResult<Py<PyAny>> {
         let idx = index_tensors(indices)?;
         let v = tensor_or_number(values, self.inner.dtype(), "index_put's values")?;
         wrap(py, run(py, self.inner.numel(), || self.inner.index_put(&idx, &v, accumulate))?)
@@ -249,8 +264,13 @@ impl PyTensor {
     }
     /// Writes `fill_value` on the main diagonal, in place (`wrap`: restart below a tall matrix's square part).
     #[pyo3(signature = (fill_value, wrap=false))]
-    fn fill_diagonal_<'py>(slf: Bound<'py, Self>, fill_value: &Bound<'_, PyAny>, wrap: bool) -> PyResult<Bound<'py, Self>> {
-        let v = scalar(fill_value).ok_or_else(|| PyTypeError::new_err("fill_diagonal_(): fill_value must be a number"))?;
+    fn fill_diagonal_<'py>(
+        slf: Bound<'py, Self>,
+        fill_value: &Bound<'_, PyAny>,
+        wrap: bool,
+    ) -> PyResult<Bound<'py, Self>> {
+        let v =
+            scalar(fill_value).ok_or_else(|| PyTypeError::new_err("fill_diagonal_(): fill_value must be a number"))?;
         slf.get().inner.fill_diagonal_(v, wrap)?;
         Ok(slf)
     }
@@ -351,7 +371,12 @@ fn searchsorted(
 /// `boundaries`.
 #[pyfunction]
 #[pyo3(signature = (input, boundaries, *, right=false))]
-fn bucketize(py: Python<'_>, input: &Bound<'_, PyAny>, boundaries: &Bound<'_, PyAny>, right: bool) -> PyResult<Py<PyAny>> {
+fn bucketize(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    boundaries: &Bound<'_, PyAny>,
+    right: bool,
+) -> PyResult<Py<PyAny>> {
     let b = expect_tensor(boundaries, "bucketize's boundaries")?;
     if b.ndim() != 1 {
         return Err(PyRuntimeError::new_err(format!(
