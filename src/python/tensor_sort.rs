@@ -98,20 +98,20 @@ fn with_dtype(t: &Tensor, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Tensor> 
 impl PyTensor {
     /// Sorted values along `dim` and the indices they came from (`(values, indices)`). NaN sorts
     /// as the largest value; the sort is always stable.
-    #[pyo3(signature = (dim=-1, descending=false, *, stable=false))]
+    #[pyo3(signature = (dim=-1, descending=false, *, stable=false), text_signature = "($self, dim=-1, descending=False, *, stable=False)")]
     fn sort(&self, py: Python<'_>, dim: isize, descending: bool, stable: bool) -> PyResult<Py<PyAny>> {
         let _ = stable;
         let pair = run(py, self.inner.numel(), || self.inner.sort(dim, descending))?;
         named(py, "sort", pair)
     }
     /// The indices that sort the tensor along `dim` (stable).
-    #[pyo3(signature = (dim=-1, descending=false, *, stable=false))]
+    #[pyo3(signature = (dim=-1, descending=false, *, stable=false), text_signature = "($self, dim=-1, descending=False, *, stable=False)")]
     fn argsort(&self, py: Python<'_>, dim: isize, descending: bool, stable: bool) -> PyResult<Py<PyAny>> {
         let _ = stable;
         wrap(py, run(py, self.inner.numel(), || self.inner.argsort(dim, descending))?)
     }
     /// The `k` largest (`largest=False`: smallest) values along `dim` and their indices, sorted.
-    #[pyo3(signature = (k, dim=-1, largest=true, sorted=true))]
+    #[pyo3(signature = (k, dim=-1, largest=true, sorted=true), text_signature = "($self, k, dim=-1, largest=True, sorted=True)")]
     fn topk(
         &self,
         py: Python<'_>,
@@ -126,7 +126,7 @@ impl PyTensor {
         named(py, "topk", pair)
     }
     /// The `k`-th smallest value along `dim` (k counts from 1) and its index.
-    #[pyo3(signature = (k, dim=-1, keepdim=false))]
+    #[pyo3(signature = (k, dim=-1, keepdim=false), text_signature = "($self, k, dim=-1, keepdim=False)")]
     fn kthvalue(&self, py: Python<'_>, k: &Bound<'_, PyAny>, dim: isize, keepdim: bool) -> PyResult<Py<PyAny>> {
         let k = int_arg(k, "kthvalue(): k")?;
         let pair = run(py, self.inner.numel(), || self.inner.kthvalue(k, dim, keepdim))?;
@@ -145,7 +145,7 @@ impl PyTensor {
     }
     /// The most frequent value along `dim` (the smallest of equally frequent ones) and the index
     /// of its last occurrence.
-    #[pyo3(signature = (dim=-1, keepdim=false))]
+    #[pyo3(signature = (dim=-1, keepdim=false), text_signature = "($self, dim=-1, keepdim=False)")]
     fn mode(&self, py: Python<'_>, dim: isize, keepdim: bool) -> PyResult<Py<PyAny>> {
         let pair = run(py, self.inner.numel(), || self.inner.mode(dim, keepdim))?;
         named(py, "mode", pair)
