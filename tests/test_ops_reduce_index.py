@@ -308,8 +308,9 @@ def test_integer_indexing_second_order_and_errors():
         x[tg.tensor([0.0])]
     with pytest.raises(RuntimeError):
         x[[0, 1], [0, 1, 2]]  # shapes do not broadcast
-    with pytest.raises(IndexError):
-        x[[0]] = 1.0  # integer-tensor assignment is not supported (see docs/api.md)
+    y = tg.tensor(a)
+    y[[0]] = 1.0  # integer-list assignment writes the rows (tests/test_ops_index_more.py has more)
+    assert (y.numpy()[0] == 1.0).all() and (y.numpy()[1:] == a[1:]).all()
     with pytest.raises(IndexError, match="shape of the mask"):
         x[:, tg.tensor([True, False])]
     with pytest.raises(IndexError):
