@@ -78,7 +78,7 @@ impl PyNode {
         }
         let grads: Vec<Option<Tensor>> = grads.into_iter().map(|g| g.map(|g| g.get().inner.clone())).collect();
         let node = self.node.clone();
-        let out = py.detach(|| node.apply(grads))?;
+        let out = super::gateway::enter(py, super::gateway::Cost::Heavy, || node.apply(grads))?;
         let mut wrapped =
             out.into_iter().map(|g| g.map(|g| PyTensor::wrap(py, g)).transpose()).collect::<PyResult<Vec<_>>>()?;
         if wrapped.len() == 1 {
@@ -381,7 +381,9 @@ pub(crate) fn run_backward(
             1,
         )?;
     }
-    py.detach(|| engine::backward(roots, grads, retain_graph, create_graph, inputs.as_deref()))?;
+    super::gateway::enter(py, super::gateway::Cost::Heavy, || {
+        engine::backward(roots, grads, retain_graph, create_graph, inputs.as_deref())
+    })?;
     Ok(())
 }
 
@@ -398,7 +400,9 @@ fn _run_grad(
     let roots = tensor_list(outputs, "outputs")?;
     let ins = tensor_list(inputs, "inputs")?;
     let grads = optional_tensors(grad_outputs, roots.len(), &roots)?;
-    let result = py.detach(|| engine::grad(&roots, &ins, &grads, retain_graph, create_graph, allow_unused))?;
+    let result = super::gateway::enter(py, super::gateway::Cost::Heavy, || {
+        engine::grad(&roots, &ins, &grads, retain_graph, create_graph, allow_unused)
+    })?;
     result.into_iter().map(|g| g.map(|g| PyTensor::wrap(py, g)).transpose()).collect()
 }
 

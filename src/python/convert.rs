@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
 
+use super::gateway::{enter, Cost};
 use super::tensor::PyTensor;
 use crate::tensor::dtype::{DType, Scalar};
 use crate::Tensor;
@@ -159,7 +160,8 @@ pub(crate) fn tensor_arg(obj: &Bound<'_, PyAny>, like: Option<DType>) -> PyResul
     match operand(obj) {
         Some(Operand::Tensor(t)) => Ok(t),
         Some(Operand::Scalar(s)) => {
-            Ok(Tensor::scalar_tensor(s, like.map(|d| s.result_dtype_with(d)).unwrap_or(s.natural_dtype()))?)
+            let dtype = like.map(|d| s.result_dtype_with(d)).unwrap_or(s.natural_dtype());
+            enter(obj.py(), Cost::Metadata, || Tensor::scalar_tensor(s, dtype))
         }
         None => Err(PyTypeError::new_err(format!(
             "expected a Tensor, a number or an array-like, got {}",
@@ -208,7 +210,7 @@ pub(crate) fn tensor_from_numpy(arr: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     if ndim > RUST_NUMPY_MAX_DIMS {
         let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
         let flat = tensor_from_numpy(&arr.call_method1("reshape", (-1,))?)?;
-        crate::tensor::layout::checked_numel(&shape)?;
+        enter(arr.py(), Cost::Metadata, || crate::tensor::layout::checked_numel(&shape))?;
         let layout = crate::tensor::layout::Layout::contiguous(&shape);
         return Ok(Tensor::from_parts(flat.storage().clone(), layout, flat.dtype(), None));
     }
@@ -218,7 +220,8 @@ pub(crate) fn tensor_from_numpy(arr: &Bound<'_, PyAny>) -> PyResult<Tensor> {
                 let ro = a.try_readonly().map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
                 let view = ro.as_array();
                 // A broadcast NumPy array can be far larger than its memory (NOTE [Allocations that cannot succeed]).
-                crate::tensor::create::check_alloc(view.shape(), <$t as crate::tensor::element::Element>::DTYPE)?;
+                let dtype = <$t as crate::tensor::element::Element>::DTYPE;
+                enter(arr.py(), Cost::Metadata, || crate::tensor::create::check_alloc(view.shape(), dtype))?;
                 return Ok(Tensor::from_array(view.to_owned()));
             }
         };
@@ -279,14 +282,15 @@ pub(crate) fn tensor_from_numpy(arr: &Bound<'_, PyAny>) -> PyResult<Tensor> {
 pub(crate) fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Tensor> {
     let py = data.py();
     let t = if let Ok(t) = data.cast::<PyTensor>() {
-        t.get().inner.clone_data()?
+        let t = &t.get().inner;
+        enter(py, Cost::Elements(t.numel()), || t.clone_data())?
     } else if data.is_instance_of::<PyInt>() && !data.is_instance_of::<PyBool>() && data.extract::<i64>().is_err() {
         return Err(int_overflow(data)?);
     } else if let Some(s) = scalar(data).filter(|_| !data.hasattr("shape").unwrap_or(false)) {
         // Made directly in a requested float dtype: going through float32 first would round
         // `tensor(1e-300, dtype=float64)` to 0.
         let direct = dtype.filter(|d| d.is_float() || !s.natural_dtype().is_float());
-        Tensor::scalar_tensor(s, direct.unwrap_or(s.natural_dtype()))?
+        enter(py, Cost::Metadata, || Tensor::scalar_tensor(s, direct.unwrap_or(s.natural_dtype())))?
     } else {
         let np = py.import("numpy")?;
         // NumPy scalars keep their dtype too, as in PyTorch: np.float64(x) gives a float64 tensor.
@@ -337,7 +341,7 @@ pub(crate) fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) ->
         tensor_from_numpy(&arr)?
     };
     match dtype {
-        Some(d) if d != t.dtype() => Ok(t.to_dtype(d)?),
+        Some(d) if d != t.dtype() => enter(py, Cost::Elements(t.numel()), || t.to_dtype(d)),
         _ => Ok(t),
     }
 }
@@ -376,11 +380,13 @@ fn int_overflow(v: &Bound<'_, PyAny>) -> PyResult<PyErr> {
 
 /// The data as a new NumPy array.
 pub(crate) fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    let cost = Cost::Elements(t.numel());
     if t.ndim() > RUST_NUMPY_MAX_DIMS {
-        let flat = crate::dispatch_all!(t.dtype(), T => t.to_vec::<T>()?.into_pyarray(py).into_any());
+        let flat =
+            crate::dispatch_all!(t.dtype(), T => enter(py, cost, || t.to_vec::<T>())?.into_pyarray(py).into_any());
         return flat.call_method1("reshape", (PyTuple::new(py, t.shape())?,));
     }
-    Ok(crate::dispatch_all!(t.dtype(), T => t.to_array::<T>()?.into_pyarray(py).into_any()))
+    Ok(crate::dispatch_all!(t.dtype(), T => enter(py, cost, || t.to_array::<T>())?.into_pyarray(py).into_any()))
 }
 
 fn opt_dtype(dtype: Option<&Bound<'_, PyAny>>, default: DType) -> PyResult<DType> {
@@ -390,11 +396,26 @@ fn opt_dtype(dtype: Option<&Bound<'_, PyAny>>, default: DType) -> PyResult<DType
     }
 }
 
-fn finish(py: Python<'_>, t: Tensor, requires_grad: bool) -> PyResult<Py<PyTensor>> {
-    if requires_grad {
-        t.set_requires_grad(true)?;
-    }
+/// Makes a factory's tensor through the gateway, then marks it as requiring grad if asked.
+fn finish(
+    py: Python<'_>,
+    cost: Cost,
+    requires_grad: bool,
+    make: impl FnOnce() -> crate::Result<Tensor> + Send,
+) -> PyResult<Py<PyTensor>> {
+    let t = enter(py, cost, || {
+        let t = make()?;
+        if requires_grad {
+            t.set_requires_grad(true)?;
+        }
+        Ok(t)
+    })?;
     PyTensor::wrap(py, t)
+}
+
+/// The cost of making a tensor of this shape (saturating: the core refuses impossible sizes).
+fn elements(shape: &[usize]) -> Cost {
+    Cost::Elements(shape.iter().fold(1usize, |n, &d| n.saturating_mul(d)))
 }
 
 /// A new tensor holding a copy of `data` (a number, nested lists, a NumPy array or a tensor).
@@ -420,7 +441,8 @@ fn tensor(
         Some(d) if !d.is_none() => Some(parse_dtype(d)?),
         _ => None,
     };
-    finish(py, tensor_from_data(data, dt)?, requires_grad)
+    let t = tensor_from_data(data, dt)?;
+    finish(py, Cost::Metadata, requires_grad, || Ok(t))
 }
 
 #[pyfunction]
@@ -449,7 +471,8 @@ fn zeros(
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     check_device(device)?;
-    finish(py, Tensor::zeros(&sizes(shape)?, opt_dtype(dtype, DType::Float32)?)?, requires_grad)
+    let (shape, dtype) = (sizes(shape)?, opt_dtype(dtype, DType::Float32)?);
+    finish(py, elements(&shape), requires_grad, || Tensor::zeros(&shape, dtype))
 }
 
 #[pyfunction]
@@ -462,7 +485,8 @@ fn ones(
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     check_device(device)?;
-    finish(py, Tensor::ones(&sizes(shape)?, opt_dtype(dtype, DType::Float32)?)?, requires_grad)
+    let (shape, dtype) = (sizes(shape)?, opt_dtype(dtype, DType::Float32)?);
+    finish(py, elements(&shape), requires_grad, || Tensor::ones(&shape, dtype))
 }
 
 #[pyfunction]
@@ -487,7 +511,8 @@ fn randn(
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     check_device(device)?;
-    finish(py, Tensor::randn(&sizes(shape)?, opt_dtype(dtype, DType::Float32)?)?, requires_grad)
+    let (shape, dtype) = (sizes(shape)?, opt_dtype(dtype, DType::Float32)?);
+    finish(py, elements(&shape), requires_grad, || Tensor::randn(&shape, dtype))
 }
 
 #[pyfunction]
@@ -500,7 +525,8 @@ fn rand_uniform(
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     check_device(device)?;
-    finish(py, Tensor::rand(&sizes(shape)?, opt_dtype(dtype, DType::Float32)?)?, requires_grad)
+    let (shape, dtype) = (sizes(shape)?, opt_dtype(dtype, DType::Float32)?);
+    finish(py, elements(&shape), requires_grad, || Tensor::rand(&shape, dtype))
 }
 
 #[pyfunction]
@@ -516,7 +542,8 @@ fn full(
     check_device(device)?;
     let s = scalar(fill_value).ok_or_else(|| PyTypeError::new_err("full(): fill_value must be a number"))?;
     let shape = sizes(&PyTuple::new(py, [shape])?)?;
-    finish(py, Tensor::full(&shape, s, opt_dtype(dtype, s.natural_dtype())?)?, requires_grad)
+    let dtype = opt_dtype(dtype, s.natural_dtype())?;
+    finish(py, elements(&shape), requires_grad, || Tensor::full(&shape, s, dtype))
 }
 
 #[pyfunction]
@@ -542,7 +569,10 @@ fn arange(
     };
     let all_int = [s, e, st].iter().all(|v| matches!(v, Scalar::Int(_)));
     let dt = opt_dtype(dtype, if all_int { DType::Int64 } else { DType::Float32 })?;
-    finish(py, Tensor::arange_scalar(s, e, st, dt)?, requires_grad)
+    // The element count, as far as it can be known before the core checks the bounds.
+    let count = ((e.as_f64() - s.as_f64()) / st.as_f64()).abs();
+    let cost = Cost::Elements(if count.is_finite() { count as usize } else { 0 });
+    finish(py, cost, requires_grad, || Tensor::arange_scalar(s, e, st, dt))
 }
 
 #[pyfunction]
@@ -563,7 +593,8 @@ fn eye(
             .map_err(|_| PyRuntimeError::new_err(format!("{what} must be greater or equal to 0, got {v}")))
     };
     let (n, m) = (size(n, "n")?, size(m.unwrap_or(n), "m")?);
-    finish(py, Tensor::eye(n, m, opt_dtype(dtype, DType::Float32)?)?, requires_grad)
+    let dtype = opt_dtype(dtype, DType::Float32)?;
+    finish(py, elements(&[n, m]), requires_grad, || Tensor::eye(n, m, dtype))
 }
 
 #[pyfunction]

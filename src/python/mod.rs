@@ -7,6 +7,7 @@ mod convert;
 mod ctx;
 mod errors;
 mod function;
+mod gateway;
 mod identity;
 mod tensor;
 mod tensor_index;

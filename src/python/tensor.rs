@@ -9,6 +9,7 @@ use pyo3::types::{PyList, PyTuple};
 
 use super::autograd::PyNode;
 use super::convert::{dtype_object, parse_dtype, to_numpy, PyDType, PyDevice};
+use super::gateway::{enter, Cost};
 use crate::tensor::dtype::{DType, Scalar};
 use crate::tensor::format;
 use crate::Tensor;
@@ -138,7 +139,7 @@ impl PyTensor {
                         "Dimension specified as {d} but tensor has no dimensions"
                     )));
                 }
-                let d = crate::tensor::layout::wrap_dim(d, self.inner.ndim())?;
+                let d = enter(py, Cost::Metadata, || crate::tensor::layout::wrap_dim(d, self.inner.ndim()))?;
                 Ok(self.inner.shape()[d].into_pyobject(py)?.into_any().unbind())
             }
         }
@@ -179,12 +180,13 @@ impl PyTensor {
         self.inner.requires_grad()
     }
     #[setter]
-    fn set_requires_grad(&self, flag: bool) -> PyResult<()> {
-        Ok(self.inner.set_requires_grad(flag)?)
+    fn set_requires_grad(&self, py: Python<'_>, flag: bool) -> PyResult<()> {
+        enter(py, Cost::Metadata, || self.inner.set_requires_grad(flag))
     }
     #[pyo3(signature = (requires_grad=true))]
     fn requires_grad_(slf: Bound<'_, Self>, requires_grad: bool) -> PyResult<Bound<'_, Self>> {
-        slf.get().inner.set_requires_grad(requires_grad)?;
+        let t = &slf.get().inner;
+        enter(slf.py(), Cost::Metadata, || t.set_requires_grad(requires_grad))?;
         Ok(slf)
     }
     #[getter]
@@ -211,7 +213,7 @@ impl PyTensor {
         Ok(obj)
     }
     #[setter]
-    fn set_grad(&self, grad: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    fn set_grad(&self, py: Python<'_>, grad: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let g = match grad {
             None => None,
             Some(g) if g.is_none() => None,
@@ -222,14 +224,14 @@ impl PyTensor {
                 ))
             })?),
         };
-        self.inner.set_grad(g)?;
+        enter(py, Cost::Metadata, || self.inner.set_grad(g))?;
         self.forget_grad_object();
         Ok(())
     }
     /// `del t.grad` clears the gradient, as assigning None does.
     #[deleter]
-    fn delete_grad(&self) -> PyResult<()> {
-        self.inner.set_grad(None)?;
+    fn delete_grad(&self, py: Python<'_>) -> PyResult<()> {
+        enter(py, Cost::Metadata, || self.inner.set_grad(None))?;
         self.forget_grad_object();
         Ok(())
     }
@@ -282,15 +284,16 @@ impl PyTensor {
     }
     /// Makes this tensor a leaf that does not require grad, in place.
     fn detach_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        slf.get().inner.detach_()?;
+        let t = &slf.get().inner;
+        enter(slf.py(), Cost::Metadata, || t.detach_())?;
         Ok(slf)
     }
     #[getter]
     fn output_nr(&self) -> usize {
         self.inner.output_nr()
     }
-    fn retain_grad(&self) -> PyResult<()> {
-        Ok(self.inner.retain_grad()?)
+    fn retain_grad(&self, py: Python<'_>) -> PyResult<()> {
+        enter(py, Cost::Metadata, || self.inner.retain_grad())
     }
     /// Registers `hook(grad)` (returning None or a replacement gradient); returns a handle with `.remove()`.
     fn register_hook(&self, hook: Py<PyAny>) -> PyResult<super::autograd::PyHookHandle> {
@@ -306,7 +309,7 @@ impl PyTensor {
     }
 
     fn item(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        Ok(match self.inner.item_scalar()? {
+        Ok(match enter(py, Cost::Metadata, || self.inner.item_scalar())? {
             Scalar::Bool(b) => b.into_pyobject(py)?.to_owned().into_any().unbind(),
             Scalar::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
             Scalar::Float(v) => v.into_pyobject(py)?.into_any().unbind(),
@@ -339,32 +342,32 @@ impl PyTensor {
     fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_numpy(py, &self.inner)?.call_method0("tolist")
     }
-    fn __float__(&self) -> PyResult<f64> {
-        Ok(self.inner.item()?)
+    fn __float__(&self, py: Python<'_>) -> PyResult<f64> {
+        enter(py, Cost::Metadata, || self.inner.item())
     }
     /// Exact, as Python's `int()`: an int64 as it is, a float by Python's own conversion (NaN is a
     /// `ValueError`, an infinity an `OverflowError`, a large float its exact integer).
     fn __int__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        Ok(match self.inner.item_scalar()? {
+        Ok(match enter(py, Cost::Metadata, || self.inner.item_scalar())? {
             Scalar::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
             Scalar::Bool(b) => (b as i64).into_pyobject(py)?.into_any().unbind(),
             Scalar::Float(v) => pyo3::types::PyFloat::new(py, v).call_method0("__int__")?.unbind(),
         })
     }
-    fn __index__(&self) -> PyResult<i64> {
+    fn __index__(&self, py: Python<'_>) -> PyResult<i64> {
         if self.inner.dtype() != DType::Int64 || self.inner.numel() != 1 {
             return Err(PyTypeError::new_err("only integer tensors of a single element can be converted to an index"));
         }
-        Ok(self.inner.item_scalar()?.as_i64())
+        Ok(enter(py, Cost::Metadata, || self.inner.item_scalar())?.as_i64())
     }
-    fn __bool__(&self) -> PyResult<bool> {
+    fn __bool__(&self, py: Python<'_>) -> PyResult<bool> {
         if self.inner.numel() != 1 {
             return Err(PyRuntimeError::new_err(format!(
                 "Boolean value of Tensor with {} values is ambiguous",
                 self.inner.numel()
             )));
         }
-        Ok(match self.inner.item_scalar()? {
+        Ok(match enter(py, Cost::Metadata, || self.inner.item_scalar())? {
             Scalar::Float(v) => v != 0.0,
             other => other.as_i64() != 0,
         })
@@ -385,7 +388,10 @@ impl PyTensor {
         }
         let py = slf.py();
         let items = (0..t.shape()[0])
-            .map(|i| PyTensor::wrap(py, t.index(&[crate::ops::IndexItem::Int(i as isize)])?))
+            .map(|i| {
+                let row = enter(py, Cost::Metadata, || t.index(&[crate::ops::IndexItem::Int(i as isize)]))?;
+                PyTensor::wrap(py, row)
+            })
             .collect::<PyResult<Vec<_>>>()?;
         Ok(PyList::new(py, items)?.call_method0("__iter__")?.unbind())
     }
@@ -424,7 +430,7 @@ impl PyTensor {
         }
         let t = &slf.get().inner;
         match dtype {
-            Some(d) if d != t.dtype() => Ok(PyTensor::wrap(py, t.to_dtype(d)?)?.into_any()),
+            Some(d) if d != t.dtype() => super::gateway::enter_tensor(py, Cost::Elements(t.numel()), || t.to_dtype(d)),
             _ => Ok(slf.into_any().unbind()),
         }
     }
@@ -475,5 +481,5 @@ fn convert_to(slf: Bound<'_, PyTensor>, dt: DType) -> PyResult<Py<PyAny>> {
     if t.dtype() == dt {
         return Ok(slf.into_any().unbind());
     }
-    Ok(PyTensor::wrap(slf.py(), t.to_dtype(dt)?)?.into_any())
+    super::gateway::enter_tensor(slf.py(), Cost::Elements(t.numel()), || t.to_dtype(dt))
 }

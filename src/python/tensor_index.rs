@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyList, PySlice, PyTuple};
 
 use super::convert::tensor_arg;
+use super::gateway::{enter, enter_tensor, Cost};
 use super::tensor::PyTensor;
 use crate::ops::IndexItem;
 use crate::tensor::dtype::{DType, Scalar};
@@ -30,7 +31,9 @@ fn item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
         let t = &t.get().inner;
         return match t.dtype() {
             DType::Bool => Ok(IndexItem::Mask(t.clone())),
-            DType::Int64 if t.numel() == 1 && t.ndim() == 0 => Ok(IndexItem::Int(t.item_scalar()?.as_i64() as isize)),
+            DType::Int64 if t.numel() == 1 && t.ndim() == 0 => {
+                Ok(IndexItem::Int(enter(py, Cost::Metadata, || t.item_scalar())?.as_i64() as isize))
+            }
             other => Err(PyIndexError::new_err(format!(
                 "tensors used as indices must be bool masks or 0-d int64 tensors (got a {other} tensor of shape {:?}); integer-array indexing is not supported",
                 t.shape()
@@ -39,7 +42,8 @@ fn item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
     }
     if obj.is_instance_of::<PyBool>() {
         // As in PyTorch and NumPy: `True` is a 0-d mask (a new axis of size 1), `False` one of size 0.
-        let t = Tensor::full(&[], Scalar::Bool(obj.extract()?), DType::Bool)?;
+        let value = Scalar::Bool(obj.extract()?);
+        let t = enter(py, Cost::Metadata, || Tensor::full(&[], value, DType::Bool))?;
         return Ok(IndexItem::Mask(t));
     }
     if obj.is_instance_of::<PyInt>() || (obj.hasattr("__index__")? && !obj.hasattr("shape")?) {
@@ -70,7 +74,7 @@ fn item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
         // A NumPy integer scalar (np.int64(1), np.intp) or 0-d integer array is an integer, as in
         // NumPy and PyTorch; a NumPy bool scalar is a 0-d mask above, as Python's bool.
         if t.dtype() == DType::Int64 && t.ndim() == 0 {
-            return Ok(IndexItem::Int(t.item_scalar()?.as_i64() as isize));
+            return Ok(IndexItem::Int(enter(py, Cost::Metadata, || t.item_scalar())?.as_i64() as isize));
         }
         return Err(PyIndexError::new_err(
             "integer-array indexing is not supported; use ints, slices, None, ... or a bool mask",
@@ -92,14 +96,17 @@ fn items(key: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
 
 #[pymethods]
 impl PyTensor {
-    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let its = items(key)?;
-        PyTensor::wrap(py, self.inner.index(&its)?)
+        // Basic indexing makes a view; a mask gathers the selected elements into a new tensor.
+        let copies = its.iter().any(|i| matches!(i, IndexItem::Mask(_)));
+        let cost = if copies { Cost::Elements(self.inner.numel()) } else { Cost::Metadata };
+        enter_tensor(py, cost, || self.inner.index(&its))
     }
 
-    fn __setitem__(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn __setitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let its = items(key)?;
         let v = tensor_arg(value, Some(self.inner.dtype()))?;
-        Ok(self.inner.index_put_(&its, &v)?)
+        enter(py, Cost::Elements(self.inner.numel()), || self.inner.index_put_(&its, &v))
     }
 }

@@ -7,25 +7,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyTuple};
 
 use super::convert::{operand, shape_args, tensor_arg, Operand};
+use super::gateway::{enter, enter_tensor, Cost};
 use super::tensor::{tensor_list, PyTensor};
 use crate::ops::{Binary, Cmp, Logical, ScalarOp};
-use crate::{Result, Tensor};
-
-/// Elements above which a kernel runs with the GIL released.
-const DETACH_OVER: usize = 1 << 15;
-
-/// Runs `f` without the GIL when the work is large enough to be worth the switch.
-fn run(py: Python<'_>, size: usize, f: impl FnOnce() -> Result<Tensor> + Send) -> PyResult<Tensor> {
-    if size > DETACH_OVER {
-        Ok(py.detach(f)?)
-    } else {
-        Ok(f()?)
-    }
-}
-
-fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyAny>> {
-    Ok(PyTensor::wrap(py, t)?.into_any())
-}
+use crate::Tensor;
 
 /// The tensor clamp works on and its bounds. The bounds' Python types count, as in PyTorch: a
 /// float bound makes an integer or bool tensor float32 (so clamping int64 to 0.5 does not round
@@ -79,8 +64,8 @@ fn arith(
 ) -> PyResult<Py<PyAny>> {
     let a = &slf.inner;
     match operand(other) {
-        Some(Operand::Tensor(b)) => wrap(py, run(py, a.numel().max(b.numel()), || a.binary(&b, op))?),
-        Some(Operand::Scalar(s)) => wrap(py, run(py, a.numel(), || a.scalar_op(s, scalar_op))?),
+        Some(Operand::Tensor(b)) => enter_tensor(py, Cost::Elements(a.numel().max(b.numel())), || a.binary(&b, op)),
+        Some(Operand::Scalar(s)) => enter_tensor(py, Cost::Elements(a.numel()), || a.scalar_op(s, scalar_op)),
         None => Ok(py.NotImplemented()),
     }
 }
@@ -95,8 +80,8 @@ fn rarith(
 ) -> PyResult<Py<PyAny>> {
     let a = &slf.inner;
     match operand(other) {
-        Some(Operand::Tensor(b)) => wrap(py, b.binary(a, op)?),
-        Some(Operand::Scalar(s)) => wrap(py, run(py, a.numel(), || a.scalar_op(s, scalar_op))?),
+        Some(Operand::Tensor(b)) => enter_tensor(py, Cost::Elements(a.numel().max(b.numel())), || b.binary(a, op)),
+        Some(Operand::Scalar(s)) => enter_tensor(py, Cost::Elements(a.numel()), || a.scalar_op(s, scalar_op)),
         None => Ok(py.NotImplemented()),
     }
 }
@@ -117,34 +102,40 @@ fn arith_method(
 }
 
 fn compare(slf: &PyTensor, py: Python<'_>, other: &Bound<'_, PyAny>, op: Cmp) -> PyResult<Py<PyAny>> {
+    let a = &slf.inner;
     match operand(other) {
-        Some(Operand::Tensor(b)) => wrap(py, slf.inner.compare(&b, op)?),
-        Some(Operand::Scalar(s)) => wrap(py, slf.inner.compare_scalar(s, op)?),
+        Some(Operand::Tensor(b)) => enter_tensor(py, Cost::Elements(a.numel().max(b.numel())), || a.compare(&b, op)),
+        Some(Operand::Scalar(s)) => enter_tensor(py, Cost::Elements(a.numel()), || a.compare_scalar(s, op)),
         None => Ok(py.NotImplemented()),
     }
 }
 
 /// In-place arithmetic; returns the same Python object.
 fn inplace<'py>(slf: Bound<'py, PyTensor>, other: &Bound<'_, PyAny>, op: Binary) -> PyResult<Bound<'py, PyTensor>> {
-    let t = &slf.get().inner;
+    let (py, t) = (slf.py(), &slf.get().inner);
+    let cost = Cost::Elements(t.numel());
     // A Python scalar takes the scalar path: one pass over the memory when nothing is recorded.
     if let Some(s) = super::convert::scalar(other) {
-        match op {
-            Binary::Add => return Ok(t.add_scalar_(s).map(|_| slf)?),
-            Binary::Sub => return Ok(t.sub_scalar_(s).map(|_| slf)?),
-            Binary::Mul => return Ok(t.mul_scalar_(s).map(|_| slf)?),
-            Binary::Div => return Ok(t.div_scalar_(s).map(|_| slf)?),
-            Binary::Pow => {}
+        let scalar_path = match op {
+            Binary::Add => Some(Tensor::add_scalar_ as fn(&Tensor, crate::Scalar) -> crate::Result<()>),
+            Binary::Sub => Some(Tensor::sub_scalar_ as _),
+            Binary::Mul => Some(Tensor::mul_scalar_ as _),
+            Binary::Div => Some(Tensor::div_scalar_ as _),
+            Binary::Pow => None,
+        };
+        if let Some(f) = scalar_path {
+            enter(py, cost, || f(t, s))?;
+            return Ok(slf);
         }
     }
     let o = tensor_arg(other, Some(t.dtype()))?;
-    match op {
-        Binary::Add => t.add_(&o)?,
-        Binary::Sub => t.sub_(&o)?,
-        Binary::Mul => t.mul_(&o)?,
-        Binary::Div => t.div_(&o)?,
-        Binary::Pow => t.apply_inplace("pow_", &[&o], |x| x.pow(&o))?,
-    }
+    enter(py, cost, || match op {
+        Binary::Add => t.add_(&o),
+        Binary::Sub => t.sub_(&o),
+        Binary::Mul => t.mul_(&o),
+        Binary::Div => t.div_(&o),
+        Binary::Pow => t.apply_inplace("pow_", &[&o], |x| x.pow(&o)),
+    })?;
     Ok(slf)
 }
 
@@ -202,8 +193,8 @@ impl PyTensor {
     fn __matmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         match operand(o) {
             Some(Operand::Tensor(b)) => {
-                let a = self.inner.clone();
-                wrap(py, py.detach(move || a.matmul(&b))?)
+                let a = &self.inner;
+                enter_tensor(py, Cost::Heavy, || a.matmul(&b))
             }
             _ => Ok(py.NotImplemented()),
         }
@@ -211,20 +202,20 @@ impl PyTensor {
     fn __rmatmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         match operand(o) {
             Some(Operand::Tensor(b)) => {
-                let a = self.inner.clone();
-                wrap(py, py.detach(move || b.matmul(&a))?)
+                let a = &self.inner;
+                enter_tensor(py, Cost::Heavy, || b.matmul(a))
             }
             _ => Ok(py.NotImplemented()),
         }
     }
     fn __neg__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.neg()?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.neg())
     }
     fn __pos__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
         slf
     }
     fn __abs__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.abs()?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.abs())
     }
     fn __iadd__(slf: Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
         inplace(slf, o, Binary::Add).map(|_| ())
@@ -257,16 +248,19 @@ impl PyTensor {
         compare(self, py, o, Cmp::Ne)
     }
     fn __and__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.logical(&tensor_arg(o, None)?, Logical::And)?)
+        let o = tensor_arg(o, None)?;
+        enter_tensor(py, Cost::Elements(self.inner.numel().max(o.numel())), || self.inner.logical(&o, Logical::And))
     }
     fn __or__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.logical(&tensor_arg(o, None)?, Logical::Or)?)
+        let o = tensor_arg(o, None)?;
+        enter_tensor(py, Cost::Elements(self.inner.numel().max(o.numel())), || self.inner.logical(&o, Logical::Or))
     }
     fn __xor__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.logical(&tensor_arg(o, None)?, Logical::Xor)?)
+        let o = tensor_arg(o, None)?;
+        enter_tensor(py, Cost::Elements(self.inner.numel().max(o.numel())), || self.inner.logical(&o, Logical::Xor))
     }
     fn __invert__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.logical_not()?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.logical_not())
     }
 
     fn add(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
@@ -304,34 +298,34 @@ impl PyTensor {
     }
 
     fn neg(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.neg()?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.neg())
     }
     fn abs(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.abs()?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.abs())
     }
     fn exp(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, run(py, self.inner.numel(), || self.inner.exp())?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.exp())
     }
     fn log(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, run(py, self.inner.numel(), || self.inner.log())?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.log())
     }
     fn sqrt(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, run(py, self.inner.numel(), || self.inner.sqrt())?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.sqrt())
     }
     fn sin(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, run(py, self.inner.numel(), || self.inner.sin())?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.sin())
     }
     fn cos(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, run(py, self.inner.numel(), || self.inner.cos())?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.cos())
     }
     fn tanh(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, run(py, self.inner.numel(), || self.inner.tanh())?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.tanh())
     }
     fn sigmoid(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, run(py, self.inner.numel(), || self.inner.sigmoid())?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.sigmoid())
     }
     fn relu(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, run(py, self.inner.numel(), || self.inner.relu())?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.relu())
     }
     #[pyo3(signature = (min=None, max=None))]
     fn clamp(
@@ -342,10 +336,11 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         if let Some(bounds) = tensor_bounds(min, max)? {
             let (lo, hi) = bounds;
-            return wrap(py, self.inner.clamp_tensors(lo.as_ref(), hi.as_ref())?);
+            let cost = Cost::Elements(self.inner.numel());
+            return enter_tensor(py, cost, || self.inner.clamp_tensors(lo.as_ref(), hi.as_ref()));
         }
         let (x, lo, hi) = clamp_args(&self.inner, min, max)?;
-        wrap(py, x.clamp_scalar(lo, hi)?)
+        enter_tensor(py, Cost::Elements(x.numel()), || x.clamp_scalar(lo, hi))
     }
     #[pyo3(signature = (min=None, max=None))]
     fn clip(
@@ -358,68 +353,71 @@ impl PyTensor {
     }
 
     fn mm(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let (a, b) = (self.inner.clone(), super::tensor::expect_tensor(other, "mm's argument")?);
-        wrap(py, py.detach(move || a.mm(&b))?)
+        let b = super::tensor::expect_tensor(other, "mm's argument")?;
+        enter_tensor(py, Cost::Heavy, || self.inner.mm(&b))
     }
     fn matmul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let (a, b) = (self.inner.clone(), super::tensor::expect_tensor(other, "matmul's argument")?);
-        wrap(py, py.detach(move || a.matmul(&b))?)
+        let b = super::tensor::expect_tensor(other, "matmul's argument")?;
+        enter_tensor(py, Cost::Heavy, || self.inner.matmul(&b))
     }
     fn bmm(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let (a, b) = (self.inner.clone(), super::tensor::expect_tensor(other, "bmm's argument")?);
-        wrap(py, py.detach(move || a.bmm(&b))?)
+        let b = super::tensor::expect_tensor(other, "bmm's argument")?;
+        enter_tensor(py, Cost::Heavy, || self.inner.bmm(&b))
     }
     fn t(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.t()?)
+        enter_tensor(py, Cost::Metadata, || self.inner.t())
     }
     #[getter(T)]
     fn big_t(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let n = self.inner.ndim() as isize;
         let dims: Vec<isize> = (0..n).rev().collect();
-        wrap(py, self.inner.permute(&dims)?)
+        enter_tensor(py, Cost::Metadata, || self.inner.permute(&dims))
     }
     fn transpose(&self, py: Python<'_>, dim0: isize, dim1: isize) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.transpose(dim0, dim1)?)
+        enter_tensor(py, Cost::Metadata, || self.inner.transpose(dim0, dim1))
     }
     #[pyo3(signature = (*dims))]
     fn permute(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.permute(&shape_args(dims)?)?)
+        let dims = shape_args(dims)?;
+        enter_tensor(py, Cost::Metadata, || self.inner.permute(&dims))
     }
     #[pyo3(signature = (*shape))]
     fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.reshape(&shape_args(shape)?)?)
+        let shape = shape_args(shape)?;
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.reshape(&shape))
     }
     #[pyo3(signature = (*shape))]
     fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.view(&shape_args(shape)?)?)
+        let shape = shape_args(shape)?;
+        enter_tensor(py, Cost::Metadata, || self.inner.view(&shape))
     }
     fn view_as(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let o = super::tensor::expect_tensor(other, "view_as's argument")?;
-        wrap(py, self.inner.view(&o.shape().iter().map(|&d| d as isize).collect::<Vec<_>>())?)
+        let shape: Vec<isize> = o.shape().iter().map(|&d| d as isize).collect();
+        enter_tensor(py, Cost::Metadata, || self.inner.view(&shape))
     }
     #[pyo3(signature = (start_dim=0, end_dim=-1))]
     fn flatten(&self, py: Python<'_>, start_dim: isize, end_dim: isize) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.flatten(start_dim, end_dim)?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.flatten(start_dim, end_dim))
     }
     fn unsqueeze(&self, py: Python<'_>, dim: isize) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.unsqueeze(dim)?)
+        enter_tensor(py, Cost::Metadata, || self.inner.unsqueeze(dim))
     }
     #[pyo3(signature = (dim=None))]
     fn squeeze(&self, py: Python<'_>, dim: Option<isize>) -> PyResult<Py<PyAny>> {
-        wrap(
-            py,
-            match dim {
-                Some(d) => self.inner.squeeze_dim(d)?,
-                None => self.inner.squeeze()?,
-            },
-        )
+        enter_tensor(py, Cost::Metadata, || match dim {
+            Some(d) => self.inner.squeeze_dim(d),
+            None => self.inner.squeeze(),
+        })
     }
     #[pyo3(signature = (*sizes))]
     fn expand(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.expand_signed(&shape_args(sizes)?)?)
+        let sizes = shape_args(sizes)?;
+        enter_tensor(py, Cost::Metadata, || self.inner.expand_signed(&sizes))
     }
     fn expand_as(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.inner.expand_as(&super::tensor::expect_tensor(other, "expand_as's argument")?)?)
+        let o = super::tensor::expect_tensor(other, "expand_as's argument")?;
+        enter_tensor(py, Cost::Metadata, || self.inner.expand_as(&o))
     }
     fn narrow(&self, py: Python<'_>, dim: isize, start: isize, length: isize) -> PyResult<Py<PyAny>> {
         // Signed, as in PyTorch: a negative start counts from the end, a negative length is a
@@ -438,35 +436,35 @@ impl PyTensor {
                 -(size as isize)
             )));
         };
-        wrap(py, self.inner.narrow(dim, start, length)?)
+        enter_tensor(py, Cost::Metadata, || self.inner.narrow(dim, start, length))
     }
     fn contiguous(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let t = &slf.get().inner;
         if t.layout().is_contiguous() {
             return Ok(slf.into_any().unbind());
         }
-        wrap(slf.py(), t.contiguous()?)
+        enter_tensor(slf.py(), Cost::Elements(t.numel()), || t.contiguous())
     }
     fn clone(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, run(py, self.inner.numel(), || self.inner.clone_tensor())?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.clone_tensor())
     }
 
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn sum(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyAny>> {
         let dims = dims_arg(dim)?;
-        wrap(py, run(py, self.inner.numel(), || self.inner.sum(dims.as_deref(), keepdim))?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.sum(dims.as_deref(), keepdim))
     }
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn mean(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyAny>> {
         let dims = dims_arg(dim)?;
-        wrap(py, run(py, self.inner.numel(), || self.inner.mean(dims.as_deref(), keepdim))?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.mean(dims.as_deref(), keepdim))
     }
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn max(&self, py: Python<'_>, dim: Option<isize>, keepdim: bool) -> PyResult<Py<PyAny>> {
         match dim {
-            None => wrap(py, self.inner.max_all()?),
+            None => enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.max_all()),
             Some(d) => {
-                let (v, i) = self.inner.max_dim(d, keepdim)?;
+                let (v, i) = enter(py, Cost::Elements(self.inner.numel()), || self.inner.max_dim(d, keepdim))?;
                 let cls = py.import("tapegrad._types")?.getattr("max_result")?;
                 Ok(cls.call1((PyTensor::wrap(py, v)?, PyTensor::wrap(py, i)?))?.unbind())
             }
@@ -478,7 +476,7 @@ impl PyTensor {
             // Refused, as in PyTorch: bools have no argmax.
             return Err(pyo3::exceptions::PyRuntimeError::new_err("argmax(): does not support bool input"));
         }
-        wrap(py, self.inner.argmax(dim, keepdim)?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.argmax(dim, keepdim))
     }
 
     fn add_<'py>(slf: Bound<'py, Self>, other: &Bound<'_, PyAny>) -> PyResult<Bound<'py, Self>> {
@@ -494,13 +492,19 @@ impl PyTensor {
         inplace(slf, other, Binary::Div)
     }
     fn zero_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        slf.get().inner.zero_()?;
+        let t = &slf.get().inner;
+        enter(slf.py(), Cost::Elements(t.numel()), || t.zero_())?;
         Ok(slf)
     }
     fn fill_<'py>(slf: Bound<'py, Self>, value: &Bound<'_, PyAny>) -> PyResult<Bound<'py, Self>> {
+        let (py, t) = (slf.py(), &slf.get().inner);
+        let cost = Cost::Elements(t.numel());
         match super::convert::scalar(value) {
-            Some(s) => slf.get().inner.fill_(s)?,
-            None => slf.get().inner.copy_(&tensor_arg(value, Some(slf.get().inner.dtype()))?)?,
+            Some(s) => enter(py, cost, || t.fill_(s))?,
+            None => {
+                let v = tensor_arg(value, Some(t.dtype()))?;
+                enter(py, cost, || t.copy_(&v))?
+            }
         }
         Ok(slf)
     }
@@ -510,9 +514,10 @@ impl PyTensor {
         min: Option<&Bound<'_, PyAny>>,
         max: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, Self>> {
-        let t = &slf.get().inner;
+        let (py, t) = (slf.py(), &slf.get().inner);
+        let cost = Cost::Elements(t.numel());
         if let Some((lo, hi)) = tensor_bounds(min, max)? {
-            t.clamp_tensors_(lo.as_ref(), hi.as_ref())?;
+            enter(py, cost, || t.clamp_tensors_(lo.as_ref(), hi.as_ref()))?;
             return Ok(slf);
         }
         let (x, lo, hi) = clamp_args(t, min, max)?;
@@ -523,12 +528,13 @@ impl PyTensor {
                 t.dtype()
             )));
         }
-        t.clamp_scalar_(lo, hi)?;
+        enter(py, cost, || t.clamp_scalar_(lo, hi))?;
         Ok(slf)
     }
     fn copy_<'py>(slf: Bound<'py, Self>, src: &Bound<'_, PyAny>) -> PyResult<Bound<'py, Self>> {
-        let s = tensor_arg(src, Some(slf.get().inner.dtype()))?;
-        slf.get().inner.copy_(&s)?;
+        let t = &slf.get().inner;
+        let s = tensor_arg(src, Some(t.dtype()))?;
+        enter(slf.py(), Cost::Elements(t.numel()), || t.copy_(&s))?;
         Ok(slf)
     }
     fn masked_fill_<'py>(
@@ -537,8 +543,9 @@ impl PyTensor {
         value: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, Self>> {
         let m = super::tensor::expect_tensor(mask, "mask")?;
-        let v = tensor_arg(value, Some(slf.get().inner.dtype()))?;
-        slf.get().inner.index_put_(&[crate::ops::IndexItem::Mask(m)], &v)?;
+        let t = &slf.get().inner;
+        let v = tensor_arg(value, Some(t.dtype()))?;
+        enter(slf.py(), Cost::Elements(t.numel()), || t.index_put_(&[crate::ops::IndexItem::Mask(m)], &v))?;
         Ok(slf)
     }
 }
@@ -547,14 +554,14 @@ impl PyTensor {
 #[pyo3(signature = (tensors, dim=0))]
 fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: isize) -> PyResult<Py<PyAny>> {
     let ts = tensor_list(tensors, "cat's tensors")?;
-    wrap(py, Tensor::cat(&ts, dim)?)
+    enter_tensor(py, Cost::Elements(ts.iter().map(Tensor::numel).sum()), || Tensor::cat(&ts, dim))
 }
 
 #[pyfunction]
 #[pyo3(signature = (tensors, dim=0))]
 fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: isize) -> PyResult<Py<PyAny>> {
     let ts = tensor_list(tensors, "stack's tensors")?;
-    wrap(py, Tensor::stack(&ts, dim)?)
+    enter_tensor(py, Cost::Elements(ts.iter().map(Tensor::numel).sum()), || Tensor::stack(&ts, dim))
 }
 
 #[pyfunction]
@@ -562,7 +569,8 @@ fn where_(py: Python<'_>, cond: &Bound<'_, PyAny>, a: &Bound<'_, PyAny>, b: &Bou
     let c = tensor_arg(cond, None)?;
     let ta = tensor_arg(a, None)?;
     let tb = tensor_arg(b, Some(ta.dtype()))?;
-    wrap(py, Tensor::where_(&c, &ta, &tb)?)
+    let n = c.numel().max(ta.numel()).max(tb.numel());
+    enter_tensor(py, Cost::Elements(n), || Tensor::where_(&c, &ta, &tb))
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
