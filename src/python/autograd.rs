@@ -70,11 +70,12 @@ impl PyNode {
     fn __call__(&self, py: Python<'_>, grads: Vec<Option<Py<PyTensor>>>) -> PyResult<Py<PyAny>> {
         let n = self.node.num_outputs();
         if grads.len() != n {
-            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            return Err(Error::Type(format!(
                 "{} expected {n} arguments, got {} instead",
                 self.node.name(),
                 grads.len()
-            )));
+            ))
+            .into());
         }
         let grads: Vec<Option<Tensor>> = grads.into_iter().map(|g| g.map(|g| g.get().inner.clone())).collect();
         let node = self.node.clone();
@@ -318,10 +319,11 @@ fn optional_tensors(obj: &Bound<'_, PyAny>, n: usize, like: &[Tensor]) -> PyResu
     let items: Vec<Bound<'_, PyAny>> =
         if obj.cast::<PyTensor>().is_ok() { vec![obj.clone()] } else { obj.try_iter()?.collect::<PyResult<_>>()? };
     if items.len() != n {
-        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+        return Err(Error::Autograd(format!(
             "grad_tensors should have the same length as tensors: got {} gradients for {n} tensors",
             items.len()
-        )));
+        ))
+        .into());
     }
     items
         .iter()
@@ -368,7 +370,7 @@ pub(crate) fn run_backward(
         _ => None,
     };
     if inputs.as_ref().is_some_and(|i| i.is_empty()) {
-        return Err(pyo3::exceptions::PyRuntimeError::new_err("'inputs' argument to backward() cannot be empty."));
+        return Err(Error::Autograd("'inputs' argument to backward() cannot be empty.".into()).into());
     }
     if create_graph {
         PyErr::warn(

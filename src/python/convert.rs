@@ -2,13 +2,13 @@
 //! NumPy arrays; and the factory functions that only convert and call the core.
 
 use numpy::{IntoPyArray, PyArrayDyn, PyArrayMethods};
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
 
 use super::gateway::{enter, Cost};
 use super::tensor::PyTensor;
+use crate::error::Error;
 use crate::tensor::dtype::{DType, Scalar};
 use crate::Tensor;
 
@@ -67,7 +67,7 @@ pub(crate) fn parse_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
         np.call_method1("dtype", (obj,))?.getattr("name")?.extract()?
     };
     DType::from_name(&name).ok_or_else(|| {
-        PyTypeError::new_err(format!("unsupported dtype {name:?}: tapegrad has float32, float64, int64 and bool"))
+        PyErr::from(Error::Type(format!("unsupported dtype {name:?}: tapegrad has float32, float64, int64 and bool")))
     })
 }
 
@@ -105,9 +105,10 @@ pub(crate) fn check_device(device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
     if s == "cpu" || s == "cpu:0" {
         return Ok(());
     }
-    Err(PyRuntimeError::new_err(format!(
+    Err(Error::Value(format!(
         "device {s:?} is not available: tapegrad runs on the CPU only (tapegrad.cuda_is_available() is False)"
-    )))
+    ))
+    .into())
 }
 
 /// A Python scalar (bool before int: `True` is an int in Python).
@@ -163,10 +164,10 @@ pub(crate) fn tensor_arg(obj: &Bound<'_, PyAny>, like: Option<DType>) -> PyResul
             let dtype = like.map(|d| s.result_dtype_with(d)).unwrap_or(s.natural_dtype());
             enter(obj.py(), Cost::Metadata, || Tensor::scalar_tensor(s, dtype))
         }
-        None => Err(PyTypeError::new_err(format!(
-            "expected a Tensor, a number or an array-like, got {}",
-            obj.get_type().name()?
-        ))),
+        None => {
+            Err(Error::Type(format!("expected a Tensor, a number or an array-like, got {}", obj.get_type().name()?))
+                .into())
+        }
     }
 }
 
@@ -181,7 +182,7 @@ pub(crate) fn shape_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<isize>> {
     for item in seq.try_iter()? {
         let item = item?;
         if item.is_instance_of::<PyBool>() || !item.hasattr("__index__")? {
-            return Err(PyTypeError::new_err(format!("shape entries must be ints, got {}", item.get_type().name()?)));
+            return Err(Error::Type(format!("shape entries must be ints, got {}", item.get_type().name()?)).into());
         }
         out.push(item.call_method0("__index__")?.extract::<isize>()?);
     }
@@ -194,7 +195,7 @@ pub(crate) fn sizes(args: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
         .into_iter()
         .map(|d| {
             usize::try_from(d)
-                .map_err(|_| PyRuntimeError::new_err(format!("Trying to create tensor with negative dimension {d}")))
+                .map_err(|_| PyErr::from(Error::Value(format!("Trying to create tensor with negative dimension {d}"))))
         })
         .collect()
 }
@@ -217,7 +218,7 @@ pub(crate) fn tensor_from_numpy(arr: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     macro_rules! try_type {
         ($t:ty) => {
             if let Ok(a) = arr.cast::<PyArrayDyn<$t>>() {
-                let ro = a.try_readonly().map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+                let ro = a.try_readonly().map_err(|e| Error::Value(e.to_string()))?;
                 let view = ro.as_array();
                 // A broadcast NumPy array can be far larger than its memory (NOTE [Allocations that cannot succeed]).
                 let dtype = <$t as crate::tensor::element::Element>::DTYPE;
@@ -237,26 +238,27 @@ pub(crate) fn tensor_from_numpy(arr: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     // Never a silent reinterpretation: a non-native byte order is refused (as PyTorch does), and
     // so are values the target dtype cannot hold.
     if !dtype.getattr("isnative")?.extract::<bool>()? {
-        return Err(PyTypeError::new_err(format!(
+        return Err(Error::Type(format!(
             "can't convert a NumPy array of dtype {} to a tensor: its byte order is not the machine's; \
              convert it first with arr.astype(arr.dtype.newbyteorder('='))",
             dtype.str()?
-        )));
+        ))
+        .into());
     }
     if kind == "u" && itemsize == 8 {
         let above = arr.rich_compare(i64::MAX as u64, pyo3::basic::CompareOp::Gt)?;
         let too_big = np.call_method1("any", (above,))?.is_truthy()?;
         if too_big {
-            return Err(pyo3::exceptions::PyOverflowError::new_err(
-                "can't convert a uint64 array holding values above 2**63 - 1 to a tensor: tapegrad's integer dtype is int64",
-            ));
+            return Err(Error::Overflow(
+                "can't convert a uint64 array holding values above 2**63 - 1 to a tensor: tapegrad's integer dtype is int64".into()).into());
         }
     }
     if kind == "f" && itemsize > 8 {
-        return Err(PyTypeError::new_err(format!(
+        return Err(Error::Type(format!(
             "can't convert an array of dtype {} to a tensor without losing precision: tapegrad has float32 and float64",
             dtype.str()?
-        )));
+        ))
+        .into());
     }
     let target = match kind.as_str() {
         // Exact widenings (uint8/int32 to int64, float16 to float32) until tapegrad has those dtypes.
@@ -264,10 +266,11 @@ pub(crate) fn tensor_from_numpy(arr: &Bound<'_, PyAny>) -> PyResult<Tensor> {
         "f" => "float32",
         "b" => "bool",
         _ => {
-            return Err(PyTypeError::new_err(format!(
+            return Err(Error::Type(format!(
                 "can't convert an array of dtype {} to a tensor: tapegrad has float32, float64, int64 and bool",
                 arr.getattr("dtype")?.str()?
-            )))
+            ))
+            .into())
         }
     };
     // `asarray`, not `ascontiguousarray`: the latter makes a 0-d array 1-d.
@@ -333,10 +336,10 @@ pub(crate) fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) ->
             _ => arr,
         };
         if kind == "O" || kind == "U" || kind == "S" {
-            return Err(PyTypeError::new_err(format!(
+            return Err(Error::Type(format!(
                 "tensor(): could not infer a dtype from an object of type {}: expected numbers, nested lists of numbers, or a NumPy array",
                 data.get_type().name()?
-            )));
+            )).into());
         }
         tensor_from_numpy(&arr)?
     };
@@ -372,10 +375,10 @@ impl<'py> IntScan<'py> {
 }
 
 fn int_overflow(v: &Bound<'_, PyAny>) -> PyResult<PyErr> {
-    Ok(pyo3::exceptions::PyOverflowError::new_err(format!(
+    Ok(PyErr::from(Error::Overflow(format!(
         "value {} cannot be converted to a tensor: it is outside int64 (tapegrad's integer dtype)",
         v.str()?
-    )))
+    ))))
 }
 
 /// The data as a new NumPy array.
@@ -449,7 +452,7 @@ fn tensor(
 fn from_numpy(py: Python<'_>, arr: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
     let np = py.import("numpy")?;
     if !arr.is_instance(&np.getattr("ndarray")?)? {
-        return Err(PyTypeError::new_err(format!("expected np.ndarray (got {})", arr.get_type().name()?)));
+        return Err(Error::Type(format!("expected np.ndarray (got {})", arr.get_type().name()?)).into());
     }
     PyTensor::wrap(py, tensor_from_numpy(arr)?)
 }
@@ -540,7 +543,7 @@ fn full(
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     check_device(device)?;
-    let s = scalar(fill_value).ok_or_else(|| PyTypeError::new_err("full(): fill_value must be a number"))?;
+    let s = scalar(fill_value).ok_or_else(|| Error::Type("full(): fill_value must be a number".into()))?;
     let shape = sizes(&PyTuple::new(py, [shape])?)?;
     let dtype = opt_dtype(dtype, s.natural_dtype())?;
     finish(py, elements(&shape), requires_grad, || Tensor::full(&shape, s, dtype))
@@ -558,7 +561,9 @@ fn arange(
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     check_device(device)?;
-    let num = |o: &Bound<'_, PyAny>| scalar(o).ok_or_else(|| PyTypeError::new_err("arange(): bounds must be numbers"));
+    let num = |o: &Bound<'_, PyAny>| {
+        scalar(o).ok_or_else(|| PyErr::from(Error::Type("arange(): bounds must be numbers".into())))
+    };
     let (s, e) = match end.filter(|e| !e.is_none()) {
         Some(e) => (num(start)?, num(e)?),
         None => (Scalar::Int(0), num(start)?),
@@ -590,7 +595,7 @@ fn eye(
     // PyO3's conversion to an unsigned integer.
     let size = |v: isize, what: &str| {
         usize::try_from(v)
-            .map_err(|_| PyRuntimeError::new_err(format!("{what} must be greater or equal to 0, got {v}")))
+            .map_err(|_| PyErr::from(Error::Value(format!("{what} must be greater or equal to 0, got {v}"))))
     };
     let (n, m) = (size(n, "n")?, size(m.unwrap_or(n), "m")?);
     let dtype = opt_dtype(dtype, DType::Float32)?;

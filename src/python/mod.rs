@@ -27,6 +27,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     convert::register(m)?;
     autograd::register(m)?;
     function::register(m)?;
+    errors::init(m.py())?;
     autograd::install_hooks();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);
     Ok(())

@@ -3,13 +3,13 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
 use super::autograd::PyNode;
 use super::convert::{dtype_object, parse_dtype, to_numpy, PyDType, PyDevice};
 use super::gateway::{enter, Cost};
+use crate::error::Error;
 use crate::tensor::dtype::{DType, Scalar};
 use crate::tensor::format;
 use crate::Tensor;
@@ -58,10 +58,10 @@ impl Drop for PyTensor {
 /// Reads the tensor inside a Python object, or says what it was instead.
 pub(crate) fn expect_tensor(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Tensor> {
     obj.cast::<PyTensor>().map(|t| t.get().inner.clone()).map_err(|_| {
-        PyTypeError::new_err(format!(
+        PyErr::from(Error::Type(format!(
             "{what} must be a Tensor, got {}",
             obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
-        ))
+        )))
     })
 }
 
@@ -135,9 +135,7 @@ impl PyTensor {
             Some(d) => {
                 // wrap_dim accepts dim 0 of a 0-dim tensor, which has no size (shape()[0] panicked).
                 if self.inner.ndim() == 0 {
-                    return Err(pyo3::exceptions::PyIndexError::new_err(format!(
-                        "Dimension specified as {d} but tensor has no dimensions"
-                    )));
+                    return Err(Error::Index(format!("Dimension specified as {d} but tensor has no dimensions")).into());
                 }
                 let d = enter(py, Cost::Metadata, || crate::tensor::layout::wrap_dim(d, self.inner.ndim()))?;
                 Ok(self.inner.shape()[d].into_pyobject(py)?.into_any().unbind())
@@ -218,10 +216,10 @@ impl PyTensor {
             None => None,
             Some(g) if g.is_none() => None,
             Some(g) => Some(g.cast::<PyTensor>().map(|t| t.get().inner.clone()).map_err(|_| {
-                PyTypeError::new_err(format!(
+                PyErr::from(Error::Type(format!(
                     "assigned grad expected to be a Tensor or None but got grad of type {}",
                     g.get_type().name().map(|n| n.to_string()).unwrap_or_default()
-                ))
+                )))
             })?),
         };
         enter(py, Cost::Metadata, || self.inner.set_grad(g))?;
@@ -237,7 +235,7 @@ impl PyTensor {
     }
     #[deleter]
     fn delete_requires_grad(&self) -> PyResult<()> {
-        Err(PyRuntimeError::new_err("can't delete requires_grad"))
+        Err(Error::Autograd("can't delete requires_grad".into()).into())
     }
     #[getter]
     fn grad_fn(&self, py: Python<'_>) -> PyResult<Option<Py<PyNode>>> {
@@ -268,19 +266,22 @@ impl PyTensor {
             }
         }
         match value {
-            v if v.cast::<PyTensor>().is_ok() => Err(PyRuntimeError::new_err(
+            v if v.cast::<PyTensor>().is_ok() => Err(Error::Autograd(
                 "assigning to .data is not supported in tapegrad (a tensor's storage and shape are fixed); \
-                 copy the values in place under no_grad instead: `with tg.no_grad(): t.copy_(new)`",
-            )),
-            v => Err(PyTypeError::new_err(format!(
+                 copy the values in place under no_grad instead: `with tg.no_grad(): t.copy_(new)`"
+                    .into(),
+            )
+            .into()),
+            v => Err(Error::Type(format!(
                 "Variable data has to be a tensor, but got {}",
                 v.get_type().name().map(|n| n.to_string()).unwrap_or_default()
-            ))),
+            ))
+            .into()),
         }
     }
     #[deleter]
     fn delete_data(&self) -> PyResult<()> {
-        Err(PyRuntimeError::new_err("can't delete the data of a Tensor"))
+        Err(Error::Autograd("can't delete the data of a Tensor".into()).into())
     }
     /// Makes this tensor a leaf that does not require grad, in place.
     fn detach_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
@@ -318,9 +319,10 @@ impl PyTensor {
     fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         // As in PyTorch, under no_grad the values may be read even from a tensor that requires grad.
         if self.inner.requires_grad() && crate::autograd::grad_mode::is_grad_enabled() {
-            return Err(PyRuntimeError::new_err(
-                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.",
-            ));
+            return Err(Error::Autograd(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.".into(),
+            )
+            .into());
         }
         to_numpy(py, &self.inner)
     }
@@ -356,16 +358,19 @@ impl PyTensor {
     }
     fn __index__(&self, py: Python<'_>) -> PyResult<i64> {
         if self.inner.dtype() != DType::Int64 || self.inner.numel() != 1 {
-            return Err(PyTypeError::new_err("only integer tensors of a single element can be converted to an index"));
+            return Err(
+                Error::Type("only integer tensors of a single element can be converted to an index".into()).into()
+            );
         }
         Ok(enter(py, Cost::Metadata, || self.inner.item_scalar())?.as_i64())
     }
     fn __bool__(&self, py: Python<'_>) -> PyResult<bool> {
         if self.inner.numel() != 1 {
-            return Err(PyRuntimeError::new_err(format!(
+            return Err(Error::Value(format!(
                 "Boolean value of Tensor with {} values is ambiguous",
                 self.inner.numel()
-            )));
+            ))
+            .into());
         }
         Ok(match enter(py, Cost::Metadata, || self.inner.item_scalar())? {
             Scalar::Float(v) => v != 0.0,
@@ -373,7 +378,7 @@ impl PyTensor {
         })
     }
     fn __len__(&self) -> PyResult<usize> {
-        self.inner.shape().first().copied().ok_or_else(|| PyTypeError::new_err("len() of a 0-d tensor"))
+        Ok(self.inner.shape().first().copied().ok_or_else(|| Error::Type("len() of a 0-d tensor".into()))?)
     }
     fn __hash__(slf: &Bound<'_, Self>) -> isize {
         slf.as_ptr() as isize
@@ -384,7 +389,7 @@ impl PyTensor {
     fn __iter__(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let t = &slf.get().inner;
         if t.ndim() == 0 {
-            return Err(PyTypeError::new_err("iteration over a 0-d tensor"));
+            return Err(Error::Type("iteration over a 0-d tensor".into()).into());
         }
         let py = slf.py();
         let items = (0..t.shape()[0])
@@ -411,7 +416,7 @@ impl PyTensor {
                 match k.extract::<String>()?.as_str() {
                     "dtype" | "device" | "non_blocking" | "copy" => all.push(v),
                     other => {
-                        return Err(PyTypeError::new_err(format!("to() got an unexpected keyword argument '{other}'")))
+                        return Err(Error::Type(format!("to() got an unexpected keyword argument '{other}'")).into())
                     }
                 }
             }

@@ -1,12 +1,12 @@
 //! `t[...]` and `t[...] = value`: parsing Python index expressions into the core's `IndexItem`s.
 
-use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyList, PySlice, PyTuple};
 
 use super::convert::tensor_arg;
 use super::gateway::{enter, enter_tensor, Cost};
 use super::tensor::PyTensor;
+use crate::error::Error;
 use crate::ops::IndexItem;
 use crate::tensor::dtype::{DType, Scalar};
 use crate::tensor::Tensor;
@@ -34,10 +34,10 @@ fn item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
             DType::Int64 if t.numel() == 1 && t.ndim() == 0 => {
                 Ok(IndexItem::Int(enter(py, Cost::Metadata, || t.item_scalar())?.as_i64() as isize))
             }
-            other => Err(PyIndexError::new_err(format!(
+            other => Err(Error::Index(format!(
                 "tensors used as indices must be bool masks or 0-d int64 tensors (got a {other} tensor of shape {:?}); integer-array indexing is not supported",
                 t.shape()
-            ))),
+            )).into()),
         };
     }
     if obj.is_instance_of::<PyBool>() {
@@ -51,14 +51,9 @@ fn item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
     }
     if let Ok(s) = obj.cast::<PySlice>() {
         let step = opt_isize(s.getattr("step")?)?.unwrap_or(1);
-        // A bad step is a ValueError in Python (and PyTorch); the core refuses it too, for the Rust API.
-        if step == 0 {
-            return Err(PyValueError::new_err("slice step cannot be zero"));
-        }
-        if step < 0 {
-            return Err(PyValueError::new_err(format!(
-                "slice step must be greater than zero (got {step}): negative steps are not supported"
-            )));
+        // Refused while parsing, before any later item is read; the core refuses it too, for the Rust API.
+        if step <= 0 {
+            return Err(Error::SliceStep { step }.into());
         }
         return Ok(IndexItem::Slice {
             start: opt_isize(s.getattr("start")?)?,
@@ -76,14 +71,16 @@ fn item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
         if t.dtype() == DType::Int64 && t.ndim() == 0 {
             return Ok(IndexItem::Int(enter(py, Cost::Metadata, || t.item_scalar())?.as_i64() as isize));
         }
-        return Err(PyIndexError::new_err(
-            "integer-array indexing is not supported; use ints, slices, None, ... or a bool mask",
-        ));
+        return Err(Error::Index(
+            "integer-array indexing is not supported; use ints, slices, None, ... or a bool mask".into(),
+        )
+        .into());
     }
-    Err(PyTypeError::new_err(format!(
+    Err(Error::Type(format!(
         "invalid index of type {}: use ints, slices, None, ... or a bool mask",
         obj.get_type().name()?
-    )))
+    ))
+    .into())
 }
 
 fn items(key: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {

@@ -2,13 +2,13 @@
 //! calls the core. Operands may be tensors or Python scalars; an unknown operand type makes a
 //! dunder return `NotImplemented`, as Python expects.
 
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyTuple};
 
 use super::convert::{operand, shape_args, tensor_arg, Operand};
 use super::gateway::{enter, enter_tensor, Cost};
 use super::tensor::{tensor_list, PyTensor};
+use crate::error::Error;
 use crate::ops::{Binary, Cmp, Logical, ScalarOp};
 use crate::Tensor;
 
@@ -29,9 +29,7 @@ fn clamp_args(
                 Ok(Some(s))
             }
             Some(s) => Ok(Some(s)),
-            None => {
-                Err(PyTypeError::new_err(format!("clamp(): a bound must be a number, got {}", b.get_type().name()?)))
-            }
+            None => Err(Error::Type(format!("clamp(): a bound must be a number, got {}", b.get_type().name()?)).into()),
         }
     };
     let (lo, hi) = (value(min)?, value(max)?);
@@ -96,7 +94,7 @@ fn arith_method(
 ) -> PyResult<Py<PyAny>> {
     let r = arith(slf, py, other, op, scalar_op)?;
     if r.is(py.NotImplemented()) {
-        return Err(PyTypeError::new_err(format!("expected a Tensor or a number, got {}", other.get_type().name()?)));
+        return Err(Error::Type(format!("expected a Tensor or a number, got {}", other.get_type().name()?)).into());
     }
     Ok(r)
 }
@@ -423,7 +421,7 @@ impl PyTensor {
         // Signed, as in PyTorch: a negative start counts from the end, a negative length is a
         // RuntimeError (not the OverflowError of PyO3's conversion to an unsigned integer).
         let Ok(length) = usize::try_from(length) else {
-            return Err(pyo3::exceptions::PyRuntimeError::new_err("narrow(): length must be non-negative."));
+            return Err(Error::Value("narrow(): length must be non-negative.".into()).into());
         };
         let size = match crate::tensor::layout::wrap_dim(dim, self.inner.ndim()) {
             Ok(d) if self.inner.ndim() > 0 => self.inner.shape()[d],
@@ -431,10 +429,11 @@ impl PyTensor {
         };
         let start = if start < 0 { start + size as isize } else { start };
         let Ok(start) = usize::try_from(start) else {
-            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+            return Err(Error::Index(format!(
                 "start out of range (expected to be in range of [{}, {size}], but got {start})",
                 -(size as isize)
-            )));
+            ))
+            .into());
         };
         enter_tensor(py, Cost::Metadata, || self.inner.narrow(dim, start, length))
     }
@@ -474,7 +473,7 @@ impl PyTensor {
     fn argmax(&self, py: Python<'_>, dim: Option<isize>, keepdim: bool) -> PyResult<Py<PyAny>> {
         if self.inner.dtype() == crate::DType::Bool {
             // Refused, as in PyTorch: bools have no argmax.
-            return Err(pyo3::exceptions::PyRuntimeError::new_err("argmax(): does not support bool input"));
+            return Err(Error::Dtype("argmax(): does not support bool input".into()).into());
         }
         enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.argmax(dim, keepdim))
     }
@@ -522,11 +521,12 @@ impl PyTensor {
         }
         let (x, lo, hi) = clamp_args(t, min, max)?;
         if x.dtype() != t.dtype() {
-            return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+            return Err(Error::Dtype(format!(
                 "clamp_: result type {} can't be cast to the desired output type {}",
                 x.dtype(),
                 t.dtype()
-            )));
+            ))
+            .into());
         }
         enter(py, cost, || t.clamp_scalar_(lo, hi))?;
         Ok(slf)
