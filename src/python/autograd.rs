@@ -459,6 +459,5 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_is_anomaly_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_run_backward, m)?)?;
     m.add_function(wrap_pyfunction!(_run_grad, m)?)?;
-    super::tensor_ops::register(m)?;
     Ok(())
 }

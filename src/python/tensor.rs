@@ -1,5 +1,5 @@
-//! `tapegrad.Tensor`: properties, conversion, printing and autograd entry points. Arithmetic is in
-//! `tensor_ops.rs`, indexing in `tensor_index.rs`.
+//! `tapegrad.Tensor`: properties, conversion, printing and autograd entry points. Its operations
+//! are in the `tensor_*.rs` files by concern (arith, unary, reduce, shape, inplace, index).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
