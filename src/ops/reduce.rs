@@ -258,7 +258,7 @@ impl Tensor {
         if self.ndim() > 0 && self.shape()[d] == 0 {
             return Err(Error::index(format!("max(): cannot reduce over dimension {dim} of size 0")));
         }
-        let idx = self.argmax(Some(dim), true)?;
+        let idx = self.index_of_max(Some(dim), true)?;
         let values = {
             let _off = crate::autograd::GradModeGuard::no_grad();
             self.detach().gather(d as isize, &idx)?
@@ -275,11 +275,20 @@ impl Tensor {
         Ok((values, idx))
     }
 
-    /// Index of the largest value: over the flattened tensor, or along `dim`.
+    /// Index of the largest value: over the flattened tensor, or along `dim`. A bool tensor is
+    /// refused, as in PyTorch.
     pub fn argmax(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return Err(Error::dtype("argmax(): does not support bool input"));
+        }
+        self.index_of_max(dim, keepdim)
+    }
+
+    /// `argmax` for every dtype: `max(dim)` gives the indices of a bool tensor too, as PyTorch does.
+    fn index_of_max(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
         let Some(dim) = dim else {
             let flat = self.detach().reshape(&[-1])?;
-            let r = flat.argmax(Some(0), false)?;
+            let r = flat.index_of_max(Some(0), false)?;
             return if keepdim { r.reshape(&vec![1; self.ndim()]) } else { Ok(r) };
         };
         let t = if self.ndim() == 0 { self.detach().reshape(&[1])? } else { self.detach() };

@@ -356,8 +356,10 @@ impl PyTensor {
             Scalar::Float(v) => pyo3::types::PyFloat::new(py, v).call_method0("__int__")?.unbind(),
         })
     }
+    /// Exact, as `__int__`; bool counts as an integer dtype (`operator.index(tensor(True))` is 1, as
+    /// in PyTorch).
     fn __index__(&self, py: Python<'_>) -> PyResult<i64> {
-        if self.inner.dtype() != DType::Int64 || self.inner.numel() != 1 {
+        if self.inner.dtype().is_float() || self.inner.numel() != 1 {
             return Err(
                 Error::Type("only integer tensors of a single element can be converted to an index".into()).into()
             );

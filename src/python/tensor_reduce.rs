@@ -5,7 +5,6 @@ use pyo3::types::PyInt;
 
 use super::gateway::{enter, enter_tensor, Cost};
 use super::tensor::PyTensor;
-use crate::error::Error;
 
 /// `dim` arguments: None, an int, or a sequence of ints.
 fn dims_arg(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<isize>>> {
@@ -46,10 +45,6 @@ impl PyTensor {
     }
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn argmax(&self, py: Python<'_>, dim: Option<isize>, keepdim: bool) -> PyResult<Py<PyAny>> {
-        if self.inner.dtype() == crate::DType::Bool {
-            // Refused, as in PyTorch: bools have no argmax.
-            return Err(Error::Dtype("argmax(): does not support bool input".into()).into());
-        }
         enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.argmax(dim, keepdim))
     }
 }

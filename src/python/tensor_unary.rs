@@ -9,29 +9,20 @@ use super::tensor::PyTensor;
 use crate::error::Error;
 use crate::Tensor;
 
-/// The tensor clamp works on and its bounds. The bounds' Python types count, as in PyTorch: a
-/// float bound makes an integer or bool tensor float32 (so clamping int64 to 0.5 does not round
-/// the bound), an int bound makes a bool tensor int64.
-fn clamp_args(
-    t: &Tensor,
+/// The number bounds of `clamp`: each None or a Python number (the core decides the dtype from
+/// their kinds, `Tensor::clamp_result_dtype`).
+fn clamp_bounds(
     min: Option<&Bound<'_, PyAny>>,
     max: Option<&Bound<'_, PyAny>>,
-) -> PyResult<(Tensor, Option<crate::Scalar>, Option<crate::Scalar>)> {
-    let mut want = t.dtype();
-    let mut value = |b: Option<&Bound<'_, PyAny>>| -> PyResult<Option<crate::Scalar>> {
+) -> PyResult<(Option<crate::Scalar>, Option<crate::Scalar>)> {
+    let value = |b: Option<&Bound<'_, PyAny>>| -> PyResult<Option<crate::Scalar>> {
         let Some(b) = b.filter(|b| !b.is_none()) else { return Ok(None) };
         match super::convert::scalar(b) {
-            Some(s @ (crate::Scalar::Float(_) | crate::Scalar::Int(_))) => {
-                want = s.result_dtype_with(want);
-                Ok(Some(s))
-            }
             Some(s) => Ok(Some(s)),
             None => Err(Error::Type(format!("clamp(): a bound must be a number, got {}", b.get_type().name()?)).into()),
         }
     };
-    let (lo, hi) = (value(min)?, value(max)?);
-    let x = if want != t.dtype() { t.to_dtype(want)? } else { t.clone() };
-    Ok((x, lo, hi))
+    Ok((value(min)?, value(max)?))
 }
 
 /// The bounds of `clamp` as tensors when at least one of them is a tensor (a number beside a tensor
@@ -93,8 +84,8 @@ impl PyTensor {
             let cost = Cost::Elements(self.inner.numel());
             return enter_tensor(py, cost, || self.inner.clamp_tensors(lo.as_ref(), hi.as_ref()));
         }
-        let (x, lo, hi) = clamp_args(&self.inner, min, max)?;
-        enter_tensor(py, Cost::Elements(x.numel()), || x.clamp_scalar(lo, hi))
+        let (lo, hi) = clamp_bounds(min, max)?;
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.clamp_scalar(lo, hi))
     }
     #[pyo3(signature = (min=None, max=None))]
     fn clip(
@@ -117,15 +108,7 @@ impl PyTensor {
             enter(py, cost, || t.clamp_tensors_(lo.as_ref(), hi.as_ref()))?;
             return Ok(slf);
         }
-        let (x, lo, hi) = clamp_args(t, min, max)?;
-        if x.dtype() != t.dtype() {
-            return Err(Error::Dtype(format!(
-                "clamp_: result type {} can't be cast to the desired output type {}",
-                x.dtype(),
-                t.dtype()
-            ))
-            .into());
-        }
+        let (lo, hi) = clamp_bounds(min, max)?;
         enter(py, cost, || t.clamp_scalar_(lo, hi))?;
         Ok(slf)
     }
