@@ -7,7 +7,6 @@ use super::convert::tensor_arg;
 use super::gateway::{enter, Cost};
 use super::tensor::PyTensor;
 use crate::ops::Binary;
-use crate::Tensor;
 
 /// In-place arithmetic; returns the same Python object.
 fn inplace<'py>(slf: Bound<'py, PyTensor>, other: &Bound<'_, PyAny>, op: Binary) -> PyResult<Bound<'py, PyTensor>> {
@@ -15,15 +14,15 @@ fn inplace<'py>(slf: Bound<'py, PyTensor>, other: &Bound<'_, PyAny>, op: Binary)
     let cost = Cost::Elements(t.numel());
     // A Python scalar takes the scalar path: one pass over the memory when nothing is recorded.
     if let Some(s) = super::convert::scalar(other) {
-        let scalar_path = match op {
-            Binary::Add => Some(Tensor::add_scalar_ as fn(&Tensor, crate::Scalar) -> crate::Result<()>),
-            Binary::Sub => Some(Tensor::sub_scalar_ as _),
-            Binary::Mul => Some(Tensor::mul_scalar_ as _),
-            Binary::Div => Some(Tensor::div_scalar_ as _),
+        let done = match op {
+            Binary::Add => Some(enter(py, cost, || t.add_scalar_(s))),
+            Binary::Sub => Some(enter(py, cost, || t.sub_scalar_(s))),
+            Binary::Mul => Some(enter(py, cost, || t.mul_scalar_(s))),
+            Binary::Div => Some(enter(py, cost, || t.div_scalar_(s))),
             Binary::Pow => None,
         };
-        if let Some(f) = scalar_path {
-            enter(py, cost, || f(t, s))?;
+        if let Some(done) = done {
+            done?;
             return Ok(slf);
         }
     }
