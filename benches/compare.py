@@ -1,4 +1,5 @@
-"""tapegrad against PyTorch and NumPy on the workloads of issue 5 (W1-W6).
+"""tapegrad against PyTorch and NumPy on the workloads of issue 5 (W1-W6) and issue 16 (W7: one Adam
+step over W4's parameters; W8: W4 trained as a `tg.nn` model with `tg.optim.Adam`).
 
 Each workload runs in its own process, alternating the implementations within that process
 (warm-up first, then REPEATS rounds), and the parent prints a table of medians, min..max and the
@@ -263,6 +264,59 @@ def w6_make(lib):
     return factory
 
 
+# ---------------------------------------------------------------- W7: one Adam step over W4's parameters
+def w7_make(lib, **opt_kw):
+    """One `optimizer.step()` of Adam over the W4 MLP's weights (25M float32 parameters), gradients
+    already in place: tapegrad's one native call per group against PyTorch's default CPU path (the
+    single-tensor loop), and for reference PyTorch's `foreach=True` and `fused=True`."""
+    def factory():
+        rng = np.random.default_rng(0)
+        ws = [lib.from_numpy((rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32)).requires_grad_()
+              for a, b in zip(W4_SIZES, W4_SIZES[1:])]
+        for w in ws:
+            w.grad = lib.from_numpy(rng.standard_normal(tuple(w.shape)).astype(np.float32) * 1e-3)
+        opt = lib.optim.Adam(ws, lr=1e-3, **opt_kw)
+        opt.step()  # creates the state, so the timed steps are steady-state ones
+
+        def run():
+            opt.step()
+            return 0.0
+
+        return run
+
+    return factory
+
+
+# ---------------------------------------------------------------- W8: W4 as a model: tg.nn + tg.optim
+def w8_make(lib):
+    """W4's MLP written as users write it: `nn.Sequential` of bias-free `nn.Linear` and `nn.ReLU`,
+    `nn.MSELoss`, Adam; one full training step (zero_grad, forward, backward, step)."""
+    def factory():
+        lib.manual_seed(0)
+        layers = []
+        for i, (a, b) in enumerate(zip(W4_SIZES, W4_SIZES[1:])):
+            layers.append(lib.nn.Linear(a, b, bias=False))
+            if i < len(W4_SIZES) - 2:
+                layers.append(lib.nn.ReLU())
+        model = lib.nn.Sequential(*layers)
+        opt = lib.optim.Adam(model.parameters(), lr=1e-4)
+        loss_fn = lib.nn.MSELoss()
+        rng = np.random.default_rng(0)
+        x = lib.from_numpy(rng.standard_normal((W4_BATCH, W4_SIZES[0])).astype(np.float32))
+        y = lib.from_numpy(rng.standard_normal((W4_BATCH, W4_SIZES[-1])).astype(np.float32))
+
+        def run():
+            opt.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss.item()
+
+        return run
+
+    return factory
+
+
 def workloads():
     tg = try_import("tapegrad")
     torch = try_import("torch")
@@ -277,12 +331,17 @@ def workloads():
         "W4": {"tapegrad": w4_make(tg), "torch": w4_make(torch) if torch else None},
         "W5": {"tapegrad": w5_make(tg), "torch": w5_make(torch) if torch else None},
         "W6": {"tapegrad": w6_make(tg), "torch": w6_make(torch) if torch else None},
+        "W7": {"tapegrad": w7_make(tg), "torch": w7_make(torch) if torch else None,
+               "torch foreach": w7_make(torch, foreach=True) if torch else None,
+               "torch fused": w7_make(torch, fused=True) if torch else None},
+        "W8": {"tapegrad": w8_make(tg), "torch": w8_make(torch) if torch else None},
     }
     return w
 
 
 UNITS = {"W1": ("ms/step", 1e3 / STEPS), "W2": ("us/op", 1e6 / 1000), "W3": ("us/call", 1e6 / 1000),
-         "W4": ("ms/step", 1e3), "W5": ("s", 1.0), "W6": ("ms/step", 1e3)}
+         "W4": ("ms/step", 1e3), "W5": ("s", 1.0), "W6": ("ms/step", 1e3), "W7": ("ms/step", 1e3),
+         "W8": ("ms/step", 1e3)}
 
 
 def chain_memory(libname):
@@ -361,6 +420,10 @@ def main():
                 notes.append(f"final loss {ex['result']:.3g}")
             if name == "W4":
                 notes.append(f"{W4_FLOP / (statistics.median(v) * 1e9):.1f} GFLOP/s")
+            if name == "W7":
+                # parameter, gradient and two moments read, three written: 7 float32 per parameter
+                n_params = sum(a * b for a, b in zip(W4_SIZES, W4_SIZES[1:]))
+                notes.append(f"{7 * 4 * n_params / (statistics.median(v) * 1e9):.1f} GB/s of optimizer traffic")
             if "bytes_per_node" in ex:
                 notes.append(f"{statistics.median(ex['bytes_per_node']):.0f} bytes/node")
             print(f"{name:4} {k:18} {med[k]:10.3f} {unit:7} {lo:9.3f}..{hi:<9.3f}  {ratio:>14}  {'; '.join(notes)}")

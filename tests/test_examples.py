@@ -4,6 +4,7 @@ import importlib.util
 import pathlib
 
 import numpy as np
+import pytest
 
 import tapegrad as tg
 
@@ -113,3 +114,27 @@ def test_linear_seed_without_bias(rng):
     linear(x, w).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), np.ones((2, 3)) @ w.numpy())
     assert w.grad is None
+
+
+def test_two_layer_net_nn_follows_the_seed_loss_curve():
+    """The nn/optim version, started from the seed's weights, sees the seed's losses."""
+    seed_losses = load_example("two_layer_net").train(steps=60, log=lambda *a: None)
+    nn_losses = load_example("two_layer_net_nn").train(steps=60, log=lambda *a: None)
+    np.testing.assert_allclose(nn_losses, seed_losses, rtol=2e-4)
+    assert nn_losses[0] / nn_losses[-1] > 10
+
+
+def test_digits_mlp_with_a_custom_activation_learns():
+    """A real data set shipped with scikit-learn; skipped when scikit-learn is absent (optional)."""
+    pytest.importorskip("sklearn", reason="scikit-learn is optional: pip install '.[examples]'")
+    digits = load_example("digits")
+    lines = []
+    accuracy = digits.train(epochs=20, log=lines.append)
+    assert len(lines) == 20 and lines[-1].startswith("epoch 20")
+    assert accuracy >= 0.95
+
+
+def test_squareplus_gradient_is_its_derivative():
+    digits = load_example("digits")
+    x = tg.tensor(np.linspace(-3, 3, 13), dtype=tg.float64, requires_grad=True)
+    assert tg.autograd.gradcheck(digits.SquarePlus.apply, (x,))

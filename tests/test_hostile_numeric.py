@@ -94,8 +94,9 @@ def test_repr_of_empty_tensors_spells_the_shape(make, expected):
 def test_repr_of_huge_expanded_view_is_summarized_without_copying():
     x = tg.tensor([1.5, 2.5]).reshape(2, 1).expand(2, 2**40)
     lines = repr(x).splitlines()
-    assert lines == ["tensor([[1.5000, 1.5000, 1.5000, ..., 1.5000, 1.5000, 1.5000],",
-                     "        [2.5000, 2.5000, 2.5000, ..., 2.5000, 2.5000, 2.5000]])"]
+    # PyTorch's layout: the `...` entry is written as " ..." after the separator.
+    assert lines == ["tensor([[1.5000, 1.5000, 1.5000,  ..., 1.5000, 1.5000, 1.5000],",
+                     "        [2.5000, 2.5000, 2.5000,  ..., 2.5000, 2.5000, 2.5000]])"]
 
 
 def test_repr_summarized_values_are_the_edges():

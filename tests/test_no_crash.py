@@ -310,17 +310,20 @@ def op_binary(p):
     an = snap(p, a)
     b, bn = operand(p)
     name = p.draw(st.sampled_from(sorted(BINARY) + sorted(METHODS) + ["r" + k for k in BINARY]), "op")
+    # A sequence times an int tensor is Python's repetition (the tensor is an index): a huge count
+    # is Python's own OverflowError ("repeated string is too long"), as with PyTorch.
+    repeats = isinstance(b, (str, bytes, list, tuple))
     if name in METHODS:
         sym = METHODS[name]
-        ok, r = p.call(f"a.{name}(b) a={a.dtype}{a.shape} b={b!r:.40}", lambda: getattr(a, name)(b), (b,))
+        ok, r = p.call(f"a.{name}(b) a={a.dtype}{a.shape} b={b!r:.40}", lambda: getattr(a, name)(b), (b,), repeats)
         x, y, xn, yn = a, b, an, bn
     elif name.startswith("r"):
         sym = name[1:]
-        ok, r = p.call(f"b {sym} a a={a.dtype}{a.shape} b={b!r:.40}", lambda: BINARY[sym][0](b, a), (b,))
+        ok, r = p.call(f"b {sym} a a={a.dtype}{a.shape} b={b!r:.40}", lambda: BINARY[sym][0](b, a), (b,), repeats)
         x, y, xn, yn = b, a, bn, an
     else:
         sym = name
-        ok, r = p.call(f"a {sym} b a={a.dtype}{a.shape} b={b!r:.40}", lambda: BINARY[sym][0](a, b), (b,))
+        ok, r = p.call(f"a {sym} b a={a.dtype}{a.shape} b={b!r:.40}", lambda: BINARY[sym][0](a, b), (b,), repeats)
         x, y, xn, yn = a, b, an, bn
     if bn is None:  # junk or out-of-range operand ('abc' * int64 0-d tensor is str repetition, fine)
         if ok and isinstance(r, tg.Tensor):

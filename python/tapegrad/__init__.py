@@ -6,7 +6,7 @@ The contract is ``docs/api.md`` in the repository; the native module is ``tapegr
 import builtins
 
 from . import _tapegrad as _C
-from . import autograd
+from . import autograd, cuda, nn, optim, utils
 from ._anomaly import detect_anomaly
 from ._errors import SavedTensorModifiedError
 from ._function import Function, FunctionCtx, autograd_function, custom_gradient, once_differentiable
@@ -57,7 +57,26 @@ from ._functional import (
     unsqueeze,
     zeros_like,
 )
+from ._functional_nn import (
+    amax,
+    amin,
+    argmin,
+    gather,
+    index_add,
+    index_select,
+    log_softmax,
+    logsumexp,
+    min,
+    prod,
+    scatter_add,
+    softmax,
+    std,
+    var,
+    var_mean,
+)
+from ._generator import Generator
 from ._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._serialization import load, save
 from ._tapegrad import (
     Tensor,
     arange,
@@ -76,6 +95,7 @@ from ._tapegrad import (
     ones,
     rand,
     randn,
+    set_printoptions,
     stack,
     tensor,
     zeros,
@@ -99,10 +119,30 @@ def cuda_is_available() -> builtins.bool:
     return False
 
 
+def is_tensor(obj: object) -> builtins.bool:
+    """Whether ``obj`` is a tapegrad tensor.
+
+    >>> import tapegrad as tg
+    >>> tg.is_tensor(tg.zeros(2)), tg.is_tensor([1.0])
+    (True, False)
+    """
+    return isinstance(obj, Tensor)
+
+
+def numel(input: Tensor) -> int:
+    """The number of elements of ``input``.
+
+    >>> import tapegrad as tg
+    >>> tg.numel(tg.zeros(2, 3))
+    6
+    """
+    return input.numel()
+
+
 __all__ = [
     # tensors and dtypes
     "Tensor", "dtype", "device", "float32", "float64", "int64", "bool", "float", "double", "long",
-    "cuda_is_available",
+    "cuda_is_available", "cuda", "is_tensor", "numel", "set_printoptions",
     # factories
     "tensor", "from_numpy", "zeros", "ones", "empty", "randn", "rand", "full", "arange", "eye",
     "zeros_like", "ones_like", "randn_like", "rand_like", "full_like", "empty_like", "manual_seed",
@@ -116,4 +156,9 @@ __all__ = [
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "Function", "FunctionCtx",
     "autograd_function", "custom_gradient", "once_differentiable", "SavedTensorModifiedError",
     "autograd", "detect_anomaly",
+    # the operations tg.nn needs, and tg.nn
+    "softmax", "log_softmax", "logsumexp", "amax", "amin", "min", "argmin", "var", "std", "var_mean",
+    "gather", "scatter_add", "index_select", "index_add", "prod", "nn",
+    # optimizers, data loading, saving (issue 16)
+    "optim", "utils", "save", "load", "Generator",
 ]

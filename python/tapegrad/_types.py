@@ -25,3 +25,21 @@ class max_result(NamedTuple):
 
 # Printed as PyTorch prints its result (``max(values=..., indices=...)``).
 max_result.__name__ = max_result.__qualname__ = "max"
+
+
+class min_result(NamedTuple):
+    """What ``t.min(dim)`` returns: the smallest values along ``dim`` and their indices.
+
+    >>> import tapegrad as tg
+    >>> values, indices = tg.tensor([[1., 5.], [4., 2.]]).min(dim=1)
+    >>> values
+    tensor([1., 2.])
+    >>> indices
+    tensor([0, 1])
+    """
+
+    values: Tensor
+    indices: Tensor
+
+
+min_result.__name__ = min_result.__qualname__ = "min"

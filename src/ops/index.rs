@@ -1,12 +1,13 @@
-//! Indexing: ints, slices, `None` and `...` give views (as in NumPy); a boolean mask gives a copy.
-//! Item assignment goes through the in-place machinery (`ops/inplace.rs`).
+//! Indexing: ints, slices, `None` and `...` give views (as in NumPy); a boolean mask or integer
+//! tensors (advanced indexing, read only) give a copy. Item assignment goes through the in-place
+//! machinery (`ops/inplace.rs`). Also `index_select`, `index_add`, `scatter_add` and `one_hot`.
 
 use crate::autograd::node::{Backward, Node};
 use crate::autograd::record::{record, Save};
 use crate::dispatch_all;
 use crate::error::{Error, Result};
 use crate::tensor::dtype::{DType, Scalar};
-use crate::tensor::layout::{fmt_shape, Layout};
+use crate::tensor::layout::{fmt_shape, wrap_dim, Layout};
 use crate::tensor::Tensor;
 
 /// One entry of an index expression.
@@ -29,6 +30,8 @@ pub enum IndexItem {
     Ellipsis,
     /// `t[mask]` with a bool tensor
     Mask(Tensor),
+    /// `t[idx]` with an int64 tensor (NumPy's integer-array indexing; reading only)
+    Tensor(Tensor),
 }
 
 /// Clamps a Python slice bound into `0..=len`.
@@ -43,6 +46,9 @@ fn clamp_bound(b: Option<isize>, len: usize, default: usize) -> usize {
 /// The layout after applying basic index items (no masks).
 fn basic_layout(t: &Tensor, items: &[IndexItem]) -> Result<Layout> {
     let consumed = items.iter().filter(|i| matches!(i, IndexItem::Int(_) | IndexItem::Slice { .. })).count();
+    if items.iter().any(|i| matches!(i, IndexItem::Mask(_))) && items.len() > 1 {
+        return Err(Error::index("a boolean mask cannot be combined with other indices"));
+    }
     if items.iter().filter(|i| matches!(i, IndexItem::Ellipsis)).count() > 1 {
         return Err(Error::index("an index can only have a single ellipsis ('...')"));
     }
@@ -95,6 +101,11 @@ fn basic_layout(t: &Tensor, items: &[IndexItem]) -> Result<Layout> {
                 src_dim = t.ndim() - after;
             }
             IndexItem::Mask(_) => return Err(Error::index("a boolean mask cannot be combined with other indices")),
+            IndexItem::Tensor(_) => {
+                return Err(Error::index(
+                    "assignment through integer-tensor indices is not supported; use index_add or a bool mask",
+                ))
+            }
         }
     }
     Ok(layout)
@@ -182,6 +193,10 @@ impl Tensor {
     pub fn index(&self, items: &[IndexItem]) -> Result<Tensor> {
         if let [IndexItem::Mask(mask)] = items {
             return self.masked_select(mask);
+        }
+        let has_mask = items.iter().any(|i| matches!(i, IndexItem::Mask(_)));
+        if items.iter().any(|i| matches!(i, IndexItem::Tensor(_))) || (has_mask && items.len() > 1) {
+            return self.index_advanced(&masks_as_coordinates(self.shape(), items)?);
         }
         let layout = basic_layout(self, items)?;
         let out = self.alias_with_layout(layout);
@@ -300,10 +315,323 @@ impl Tensor {
         Tensor::where_(&ones, &region, self)
     }
 
+    /// `t[items]` where some items are int64 tensors: the tensors are broadcast together and select
+    /// elements along their dimensions (NumPy's rule: the selected dimensions replace the indexed
+    /// ones where they are adjacent, and go first otherwise). Built on `index_select`, so it is
+    /// differentiable to any order.
+    fn index_advanced(&self, items: &[IndexItem]) -> Result<Tensor> {
+        if items.iter().any(|i| matches!(i, IndexItem::Mask(_))) {
+            return Err(Error::index("a boolean mask cannot be combined with integer-tensor indices"));
+        }
+        let consumed = items
+            .iter()
+            .filter(|i| matches!(i, IndexItem::Int(_) | IndexItem::Slice { .. } | IndexItem::Tensor(_)))
+            .count();
+        if consumed > self.ndim() {
+            return Err(Error::index(format!(
+                "too many indices for tensor of dimension {} (got {consumed})",
+                self.ndim()
+            )));
+        }
+        // The basic part, with each tensor replaced by a full slice; where each tensor's dimension
+        // lands in that view.
+        let mut basic = Vec::with_capacity(items.len());
+        let mut adv: Vec<(usize, Tensor)> = Vec::new();
+        let mut dim = 0usize;
+        for it in items {
+            match it {
+                IndexItem::Tensor(t) => {
+                    if t.dtype() != DType::Int64 {
+                        return Err(Error::index(format!(
+                            "tensors used as indices must be int64 or bool tensors, got {}",
+                            t.dtype()
+                        )));
+                    }
+                    adv.push((dim, t.detach()));
+                    basic.push(IndexItem::Slice { start: None, stop: None, step: 1 });
+                    dim += 1;
+                }
+                IndexItem::Int(_) => basic.push(it.clone()),
+                IndexItem::Slice { .. } | IndexItem::NewAxis => {
+                    basic.push(it.clone());
+                    dim += 1;
+                }
+                IndexItem::Ellipsis => {
+                    basic.push(it.clone());
+                    dim += self.ndim() - consumed;
+                }
+                IndexItem::Mask(_) => unreachable!("refused above"),
+            }
+        }
+        let v = self.index(&basic)?;
+        let mut bshape: Vec<usize> = vec![];
+        for (_, t) in &adv {
+            bshape = crate::tensor::layout::broadcast_shapes(&bshape, t.shape())?;
+        }
+        let n: usize = bshape.iter().product();
+        let adv_dims: Vec<usize> = adv.iter().map(|(d, _)| *d).collect();
+        let adv_sizes: Vec<usize> = adv_dims.iter().map(|&d| v.shape()[d]).collect();
+        // Row-major linear index into the indexed dimensions, bounds checked (negative counts from
+        // the end, as in PyTorch).
+        let mut lin = vec![0i64; n];
+        let mut stride = 1i64;
+        for (k, (d, t)) in adv.iter().enumerate().rev() {
+            let size = adv_sizes[k] as i64;
+            let vals = t.expand(&bshape)?.to_vec::<i64>()?;
+            for (l, &i) in lin.iter_mut().zip(&vals) {
+                let j = if i < 0 { i + size } else { i };
+                if j < 0 || j >= size {
+                    return Err(Error::index(format!("index {i} is out of bounds for dimension {d} with size {size}")));
+                }
+                *l += j * stride;
+            }
+            stride *= size.max(1);
+        }
+        let rest: Vec<usize> = (0..v.ndim()).filter(|d| !adv_dims.contains(d)).collect();
+        let perm: Vec<isize> = adv_dims.iter().chain(&rest).map(|&d| d as isize).collect();
+        let mut flat_shape: Vec<isize> = vec![adv_sizes.iter().product::<usize>() as isize];
+        flat_shape.extend(rest.iter().map(|&d| v.shape()[d] as isize));
+        let flat = v.permute(&perm)?.reshape(&flat_shape)?;
+        let sel = flat.index_select(0, &Tensor::from_vec(lin, &[n])?)?;
+        let mut out_shape: Vec<isize> = bshape.iter().map(|&d| d as isize).collect();
+        out_shape.extend(rest.iter().map(|&d| v.shape()[d] as isize));
+        let out = sel.reshape(&out_shape)?;
+        let adjacent = adv_dims.windows(2).all(|w| w[1] == w[0] + 1);
+        let first = adv_dims[0];
+        if !adjacent || first == 0 {
+            return Ok(out);
+        }
+        // Move the broadcast dimensions back to where the indexed ones were.
+        let (k, m) = (bshape.len(), rest.len());
+        let perm: Vec<isize> = (k..k + first).chain(0..k).chain(k + first..k + m).map(|d| d as isize).collect();
+        out.permute(&perm)
+    }
+
+    /// The slices of `self` at `index` (a 1-d or 0-d int64 tensor) along `dim`.
+    pub fn index_select(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
+        if index.dtype() != DType::Int64 {
+            return Err(Error::dtype(format!("index_select(): Expected dtype int64 for index, got {}", index.dtype())));
+        }
+        if index.ndim() > 1 {
+            return Err(Error::index("index_select(): Index is supposed to be a vector"));
+        }
+        let d = wrap_dim(dim, self.ndim())?;
+        if self.ndim() == 0 {
+            let r = self.reshape(&[1])?.index_select(0, index)?;
+            return if index.ndim() == 0 { r.reshape(&[]) } else { Ok(r) };
+        }
+        let size = self.shape()[d];
+        let idx = index.detach().reshape(&[-1])?;
+        for &i in &idx.to_vec::<i64>()? {
+            if i < 0 || i as usize >= size {
+                return Err(Error::index(format!(
+                    "index_select(): index {i} is out of range for dimension {d} with size {size}"
+                )));
+            }
+        }
+        let mut out_shape = self.shape().to_vec();
+        out_shape[d] = idx.numel();
+        let mut view = vec![1isize; self.ndim()];
+        view[d] = idx.numel() as isize;
+        let full = idx.reshape(&view)?.expand(&out_shape)?;
+        self.gather(d as isize, &full)
+    }
+
+    /// `self` with `alpha * source` added at the slices `index` along `dim` (repeated indices
+    /// accumulate).
+    pub fn index_add(&self, dim: isize, index: &Tensor, source: &Tensor, alpha: f64) -> Result<Tensor> {
+        if index.dtype() != DType::Int64 || index.ndim() > 1 {
+            return Err(Error::index("index_add(): index must be a 1-d int64 tensor"));
+        }
+        let d = wrap_dim(dim, self.ndim())?;
+        let (x, src) = if self.ndim() == 0 {
+            (self.reshape(&[1])?, source.reshape(&[-1])?)
+        } else {
+            (self.clone(), source.clone())
+        };
+        let idx = index.detach().reshape(&[-1])?;
+        let mut want = x.shape().to_vec();
+        want[d] = idx.numel();
+        if src.shape() != want.as_slice() {
+            return Err(Error::shape(format!(
+                "index_add(): source of shape {} does not fit: expected {} (self's shape with dim {d} of the index's length)",
+                fmt_shape(source.shape()),
+                fmt_shape(&want)
+            )));
+        }
+        if src.dtype() != x.dtype() {
+            return Err(Error::dtype(format!(
+                "index_add(): self ({}) and source ({}) must have the same dtype",
+                x.dtype(),
+                src.dtype()
+            )));
+        }
+        let size = x.shape()[d];
+        for &i in &idx.to_vec::<i64>()? {
+            if i < 0 || i as usize >= size {
+                return Err(Error::index(format!(
+                    "index_add(): index {i} is out of range for dimension {d} with size {size}"
+                )));
+            }
+        }
+        let mut view = vec![1isize; x.ndim()];
+        view[d] = idx.numel() as isize;
+        let full = idx.reshape(&view)?.expand(&want)?;
+        let src = if alpha == 1.0 { src } else { src.mul_scalar(alpha)? };
+        let out = x.add(&Tensor::scatter_add_zeros(x.shape(), d, &full, &src)?)?;
+        if self.ndim() == 0 {
+            out.reshape(&[])
+        } else {
+            Ok(out)
+        }
+    }
+
+    /// `self` with `src[pos]` added at `self[pos with dim replaced by index[pos]]` for every
+    /// position of `index` (as PyTorch's `scatter_add`).
+    pub fn scatter_add(&self, dim: isize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        let d = wrap_dim(dim, self.ndim())?;
+        if index.dtype() != DType::Int64 {
+            return Err(Error::dtype(format!("scatter_add(): Expected dtype int64 for index, got {}", index.dtype())));
+        }
+        if src.dtype() != self.dtype() {
+            return Err(Error::dtype(format!(
+                "scatter_add(): Expected self.dtype to be equal to src.dtype ({} and {})",
+                self.dtype(),
+                src.dtype()
+            )));
+        }
+        if self.ndim() == 0 || index.ndim() != self.ndim() || src.ndim() != self.ndim() {
+            return Err(Error::index(
+                "scatter_add(): index, self and src must have the same number of dimensions (at least 1)",
+            ));
+        }
+        for k in 0..self.ndim() {
+            if index.shape()[k] > src.shape()[k] || (k != d && index.shape()[k] > self.shape()[k]) {
+                return Err(Error::shape(format!(
+                    "scatter_add(): Expected index {} to be smaller than self {} apart from dimension {d} and to be smaller size than src {}",
+                    fmt_shape(index.shape()),
+                    fmt_shape(self.shape()),
+                    fmt_shape(src.shape())
+                )));
+            }
+        }
+        let size = self.shape()[d];
+        for &i in &index.to_vec::<i64>()? {
+            if i < 0 || i as usize >= size {
+                return Err(Error::index(format!(
+                    "scatter_add(): index {i} is out of bounds for dimension {d} with size {size}"
+                )));
+            }
+        }
+        // The part of src that index covers (scatter_add_zeros reads src at index's positions).
+        let mut s = src.clone();
+        for k in 0..self.ndim() {
+            if s.shape()[k] != index.shape()[k] {
+                s = s.narrow(k as isize, 0, index.shape()[k])?;
+            }
+        }
+        let idx = index.detach();
+        self.add(&Tensor::scatter_add_zeros(self.shape(), d, &idx, &s)?)
+    }
+
+    /// One-hot encoding of an int64 tensor: shape `self.shape + [num_classes]`, int64; with
+    /// `num_classes` None, one more than the largest value.
+    pub fn one_hot(&self, num_classes: Option<usize>) -> Result<Tensor> {
+        if self.dtype() != DType::Int64 {
+            return Err(Error::dtype("one_hot is only applicable to index tensor of dtype int64."));
+        }
+        let v = self.to_vec::<i64>()?;
+        if v.iter().any(|&x| x < 0) {
+            return Err(Error::value("one_hot(): Class values must be non-negative."));
+        }
+        let c = match num_classes {
+            Some(c) => {
+                if v.iter().any(|&x| x as usize >= c) {
+                    return Err(Error::value("one_hot(): Class values must be smaller than num_classes."));
+                }
+                c
+            }
+            None => match v.iter().max() {
+                Some(&m) => m as usize + 1,
+                None => {
+                    return Err(Error::value("one_hot(): Can not infer total number of classes from empty tensor."))
+                }
+            },
+        };
+        let mut shape = self.shape().to_vec();
+        shape.push(c);
+        crate::tensor::create::check_alloc(&shape, DType::Int64)?;
+        let mut out = vec![0i64; v.len() * c];
+        for (k, &x) in v.iter().enumerate() {
+            out[k * c + x as usize] = 1;
+        }
+        Tensor::from_vec(out, &shape)
+    }
+
     /// A scalar as a 0-d tensor of `dtype`.
     pub fn scalar_tensor(s: Scalar, dtype: DType) -> Result<Tensor> {
         Tensor::full(&[], s, dtype)
     }
+}
+
+/// A bool mask beside other indices stands for the coordinates of its true elements, one int64
+/// tensor per mask dimension (NumPy's rule, which PyTorch follows). A 0-d mask there is refused.
+fn masks_as_coordinates(shape_in: &[usize], items: &[IndexItem]) -> Result<Vec<IndexItem>> {
+    let width = |it: &IndexItem| match it {
+        IndexItem::Int(_) | IndexItem::Slice { .. } | IndexItem::Tensor(_) => 1,
+        IndexItem::Mask(m) => m.ndim(),
+        IndexItem::NewAxis | IndexItem::Ellipsis => 0,
+    };
+    let consumed: usize = items.iter().map(width).sum();
+    let mut out = Vec::with_capacity(items.len());
+    // The dimension of the indexed tensor the next item starts at.
+    let mut src = 0usize;
+    for it in items {
+        if matches!(it, IndexItem::Ellipsis) {
+            src += shape_in.len().saturating_sub(consumed);
+        }
+        let IndexItem::Mask(m) = it else {
+            src += width(it);
+            out.push(it.clone());
+            continue;
+        };
+        let k = m.ndim();
+        if src + k > shape_in.len() || m.shape() != &shape_in[src..src + k] {
+            return Err(Error::index(format!(
+                "The shape of the mask {} at index {src} does not match the shape of the indexed tensor {}",
+                fmt_shape(m.shape()),
+                fmt_shape(shape_in)
+            )));
+        }
+        src += k;
+        if m.dtype() != DType::Bool {
+            return Err(Error::index(format!(
+                "tensors used as indices must be int64 or bool tensors, got {}",
+                m.dtype()
+            )));
+        }
+        if m.ndim() == 0 {
+            return Err(Error::index("a 0-d boolean index (True/False) cannot be combined with other indices"));
+        }
+        let shape = m.shape().to_vec();
+        let flags = m.to_vec::<bool>()?;
+        let mut coords: Vec<Vec<i64>> = vec![Vec::new(); shape.len()];
+        for (flat, &on) in flags.iter().enumerate() {
+            if !on {
+                continue;
+            }
+            let mut rest = flat;
+            for d in (0..shape.len()).rev() {
+                coords[d].push((rest % shape[d]) as i64);
+                rest /= shape[d];
+            }
+        }
+        for c in coords {
+            let n = c.len();
+            out.push(IndexItem::Tensor(Tensor::from_vec(c, &[n])?));
+        }
+    }
+    Ok(out)
 }
 
 /// `value` without the leading size-1 dimensions that make it longer than `ndim`.

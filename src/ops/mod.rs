@@ -10,8 +10,10 @@ pub mod index;
 pub mod inplace;
 pub(crate) mod kernel;
 pub mod linalg;
+pub mod optim;
 pub mod reduce;
 pub mod shape;
+pub mod softmax;
 
 pub use elementwise::{Binary, Cmp, Logical, ScalarOp, Unary};
 pub use index::IndexItem;

@@ -1,5 +1,5 @@
-//! Reductions: sum, mean, max (whole and along a dimension), argmax, and `sum_to`, the reduction
-//! that undoes broadcasting in backward.
+//! Reductions: sum, mean, max and min (whole and along a dimension), amax and amin, argmax and
+//! argmin, and `sum_to`, the reduction that undoes broadcasting in backward.
 
 use ndarray::{ArrayD, ArrayViewD, Axis, Dimension, IxDyn};
 
@@ -16,6 +16,21 @@ use crate::{dispatch_all, dispatch_float};
 fn beats<T: PartialOrd>(x: T, best: T) -> bool {
     let nan = |v: &T| v.partial_cmp(v).is_none();
     x > best || (nan(&x) && !nan(&best))
+}
+
+/// True when `x` should replace `best` as the minimum: smaller, or NaN (NaN propagates).
+fn beats_low<T: PartialOrd>(x: T, best: T) -> bool {
+    let nan = |v: &T| v.partial_cmp(v).is_none();
+    x < best || (nan(&x) && !nan(&best))
+}
+
+/// `beats` (largest) or `beats_low` (smallest).
+fn better<T: PartialOrd>(largest: bool, x: T, best: T) -> bool {
+    if largest {
+        beats(x, best)
+    } else {
+        beats_low(x, best)
+    }
 }
 
 /// Normalises `dims` (None: all) into sorted, distinct, non-negative dimensions.
@@ -130,6 +145,129 @@ impl Backward for MaxAllBackward {
     }
 }
 
+/// Backward of amax/amin: the gradient shared evenly among the elements equal to the extreme of
+/// their slice (NaN ties with NaN), as in PyTorch.
+struct AmaxBackward {
+    dims: Vec<usize>,
+    keepdim: bool,
+}
+
+impl Backward for AmaxBackward {
+    fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let Some(mut g) = grads.into_iter().next().flatten() else {
+            return Ok(vec![None]);
+        };
+        let saved = node.unpack_saved()?;
+        let (x, mut out) = (saved[0].detach(), saved[1].detach());
+        if !self.keepdim {
+            for &d in &self.dims {
+                g = g.unsqueeze(d as isize)?;
+                out = out.unsqueeze(d as isize)?;
+            }
+        }
+        use super::elementwise::{Cmp, Logical};
+        let both_nan = x.compare(&x, Cmp::Ne)?.logical(&out.compare(&out, Cmp::Ne)?, Logical::And)?;
+        let mask = x.compare(&out, Cmp::Eq)?.logical(&both_nan, Logical::Or)?.to_dtype(g.dtype())?;
+        let dims: Vec<isize> = self.dims.iter().map(|&d| d as isize).collect();
+        let count = mask.sum(Some(&dims), true)?;
+        Ok(vec![Some(mask.div(&count)?.mul(&g)?)])
+    }
+}
+
+/// Above this many elements (numel times slice length) ProdBackward does not form the n x n products.
+const PROD_EXACT_BUDGET: usize = 1 << 22;
+
+/// Backward of prod: the product of the other elements of each slice. Without zeros that is
+/// `out / x`; with a zero, each slice's products of the others are computed directly (an `n x n`
+/// masked product per slice). Both are written with differentiable operations, so the formula
+/// differentiates again.
+struct ProdBackward {
+    /// The reduced dimension; None: all of them.
+    dim: Option<usize>,
+    keepdim: bool,
+}
+
+impl Backward for ProdBackward {
+    fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let Some(mut g) = grads.into_iter().next().flatten() else {
+            return Ok(vec![None]);
+        };
+        let saved = node.unpack_saved()?;
+        let (x, mut out) = (saved[0].clone(), saved[1].clone());
+        let shape: Vec<isize> = x.shape().iter().map(|&d| d as isize).collect();
+        match self.dim {
+            Some(d) if !self.keepdim => {
+                g = g.unsqueeze(d as isize)?;
+                out = out.unsqueeze(d as isize)?;
+            }
+            None => {
+                let ones = vec![1isize; x.ndim()];
+                g = g.reshape(&ones)?;
+                out = out.reshape(&ones)?;
+            }
+            _ => {}
+        }
+        let has_zero = x.detach().to_f64_vec()?.contains(&0.0);
+        if !has_zero {
+            return Ok(vec![Some(g.mul(&out.div(&x)?)?)]);
+        }
+        let n_slice = match self.dim {
+            None => x.numel(),
+            Some(d) => x.shape()[d],
+        };
+        if x.numel().saturating_mul(n_slice) > PROD_EXACT_BUDGET {
+            // Too large for the n x n products: the first derivative from zero counts (exact);
+            // its own derivative treats the zero pattern as fixed.
+            let zero = x.detach().compare_scalar(0.0, super::elementwise::Cmp::Eq)?;
+            let one = Tensor::ones(&[], x.dtype())?;
+            let nz = Tensor::where_(&zero, &one, &x)?;
+            let (p_nz, count) = match self.dim {
+                None => {
+                    let ones = vec![1isize; x.ndim()];
+                    (
+                        nz.prod(None, false)?.reshape(&ones)?,
+                        zero.to_dtype(DType::Int64)?.sum(None, false)?.reshape(&ones)?,
+                    )
+                }
+                Some(d) => {
+                    (nz.prod(Some(d as isize), true)?, zero.to_dtype(DType::Int64)?.sum(Some(&[d as isize]), true)?)
+                }
+            };
+            let zero_t = Tensor::zeros(&[], x.dtype())?;
+            let at_zero = Tensor::where_(&count.eq_scalar(1)?, &p_nz, &zero_t)?;
+            let elsewhere = Tensor::where_(&count.eq_scalar(0)?, &p_nz.div(&nz)?, &zero_t)?;
+            let others = Tensor::where_(&zero, &at_zero, &elsewhere)?;
+            return Ok(vec![Some(g.mul(&others)?)]);
+        }
+        // Slices along the last dimension: all elements (dim None) or `dim` moved last.
+        let (xs, perm) = match self.dim {
+            None => (x.reshape(&[-1])?, None),
+            Some(d) => {
+                let mut p: Vec<isize> = (0..x.ndim() as isize).filter(|&i| i != d as isize).collect();
+                p.push(d as isize);
+                (x.permute(&p)?, Some(p))
+            }
+        };
+        let n = *xs.shape().last().unwrap_or(&1);
+        let mut big = xs.shape().to_vec();
+        big.insert(big.len() - 1, n);
+        let eye = Tensor::eye(n, n, DType::Bool)?;
+        let others = Tensor::where_(&eye, &Tensor::ones(&[], x.dtype())?, &xs.unsqueeze(-2)?.expand(&big)?)?
+            .prod(Some(-1), false)?;
+        let others = match perm {
+            None => others.reshape(&shape)?,
+            Some(p) => {
+                let mut inv = vec![0isize; p.len()];
+                for (i, &d) in p.iter().enumerate() {
+                    inv[d as usize] = i as isize;
+                }
+                others.permute(&inv)?
+            }
+        };
+        Ok(vec![Some(g.mul(&others)?)])
+    }
+}
+
 struct MaxDimBackward {
     input_shape: Vec<usize>,
     dim: usize,
@@ -232,33 +370,139 @@ impl Tensor {
         s.reshape(&shape.iter().map(|&d| d as isize).collect::<Vec<_>>())
     }
 
+    /// Product of all elements (dim None) or along `dim`. Integer and bool inputs give int64
+    /// (wrapping on overflow, as in PyTorch).
+    pub fn prod(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return self.to_dtype(DType::Int64)?.prod(dim, keepdim);
+        }
+        let rd: Vec<usize> = match dim {
+            None => (0..self.ndim()).collect(),
+            Some(d) => {
+                let d = wrap_dim(d, self.ndim())?;
+                if self.ndim() == 0 {
+                    vec![]
+                } else {
+                    vec![d]
+                }
+            }
+        };
+        let out_keep = dim.is_some() && keepdim;
+        let out_shape = reduced_shape(self.shape(), &rd, out_keep);
+        fn kernel<T: Element>(
+            t: &Tensor,
+            dims: &[usize],
+            shape: &[usize],
+            one: T,
+            mul: fn(T, T) -> T,
+        ) -> Result<Tensor> {
+            crate::tensor::create::check_alloc(t.shape(), T::DTYPE)?;
+            t.with_view(|v: ArrayViewD<T>| {
+                let mut acc: ArrayD<T> = v.to_owned();
+                for &d in dims.iter().rev() {
+                    acc = acc.fold_axis(Axis(d), one, |&a, &b| mul(a, b));
+                }
+                Tensor::from_vec(acc.iter().copied().collect(), shape)
+            })?
+        }
+        let out = match self.dtype() {
+            DType::Float32 => kernel::<f32>(self, &rd, &out_shape, 1.0, |a, b| a * b)?,
+            DType::Float64 => kernel::<f64>(self, &rd, &out_shape, 1.0, |a, b| a * b)?,
+            _ => kernel::<i64>(self, &rd, &out_shape, 1, i64::wrapping_mul)?,
+        };
+        let bd = match dim {
+            Some(_) if self.ndim() > 0 => Some(rd[0]),
+            Some(_) => None,
+            None => None,
+        };
+        record("ProdBackward", &[self], &[&out], || {
+            (ProdBackward { dim: bd, keepdim: out_keep }, vec![Save::Input(self.clone()), Save::Output(0)])
+        });
+        Ok(out)
+    }
+
     /// The largest element (NaN if any is NaN).
     pub fn max_all(&self) -> Result<Tensor> {
+        self.extreme_all(true)
+    }
+
+    /// The smallest element (NaN if any is NaN).
+    pub fn min_all(&self) -> Result<Tensor> {
+        self.extreme_all(false)
+    }
+
+    fn extreme_all(&self, largest: bool) -> Result<Tensor> {
+        let name = if largest { "max" } else { "min" };
         if self.numel() == 0 {
-            return Err(Error::value(
-                "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.",
-            ));
+            return Err(Error::value(format!(
+                "{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+            )));
         }
         let out = dispatch_all!(self.dtype(), T => {
             let v = self.to_vec::<T>()?;
-            let m = v.iter().copied().fold(v[0], |a, b| if beats(b, a) { b } else { a });
+            let m = v.iter().copied().fold(v[0], |a, b| if better(largest, b, a) { b } else { a });
             Tensor::from_vec(vec![m], &[])?
         });
-        record("MaxBackward", &[self], &[&out], || (MaxAllBackward, vec![Save::Input(self.clone()), Save::Output(0)]));
+        let node = if largest { "MaxBackward" } else { "MinBackward" };
+        record(node, &[self], &[&out], || (MaxAllBackward, vec![Save::Input(self.clone()), Save::Output(0)]));
+        Ok(out)
+    }
+
+    /// Largest (`amax`) or smallest (`amin`) values over `dims` (all when None or empty), without
+    /// indices; the gradient is shared evenly among ties.
+    pub fn amax(&self, dims: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
+        self.extreme_dims(dims, keepdim, true)
+    }
+
+    /// See `amax`.
+    pub fn amin(&self, dims: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
+        self.extreme_dims(dims, keepdim, false)
+    }
+
+    fn extreme_dims(&self, dims: Option<&[isize]>, keepdim: bool, largest: bool) -> Result<Tensor> {
+        let name = if largest { "amax" } else { "amin" };
+        let rd = reduce_dims(dims, self.ndim())?;
+        if let Some(&d) = rd.iter().find(|&&d| self.shape()[d] == 0) {
+            return Err(Error::index(format!("{name}(): Expected reduction dim {d} to have non-zero size.")));
+        }
+        let out_shape = reduced_shape(self.shape(), &rd, keepdim);
+        let out = dispatch_all!(self.dtype(), T => self.with_view(|v: ArrayViewD<T>| {
+            let mut acc: ArrayD<T> = v.to_owned();
+            for &d in rd.iter().rev() {
+                acc = acc.map_axis(Axis(d), |lane| {
+                    lane.iter().copied().fold(lane[0], |a, b| if better(largest, b, a) { b } else { a })
+                });
+            }
+            Tensor::from_vec(acc.iter().copied().collect(), &out_shape)
+        })??);
+        let node = if largest { "AmaxBackward" } else { "AminBackward" };
+        record(node, &[self], &[&out], || {
+            (AmaxBackward { dims: rd.clone(), keepdim }, vec![Save::Input(self.clone()), Save::Output(0)])
+        });
         Ok(out)
     }
 
     /// Largest values along `dim` and their indices (first occurrence).
     pub fn max_dim(&self, dim: isize, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        self.extreme_dim(dim, keepdim, true)
+    }
+
+    /// Smallest values along `dim` and their indices (first occurrence).
+    pub fn min_dim(&self, dim: isize, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        self.extreme_dim(dim, keepdim, false)
+    }
+
+    fn extreme_dim(&self, dim: isize, keepdim: bool, largest: bool) -> Result<(Tensor, Tensor)> {
+        let name = if largest { "max" } else { "min" };
         let d = wrap_dim(dim, self.ndim())?;
         if self.ndim() == 0 {
             // As in PyTorch: the value itself and index 0, both 0-dim, whatever `keepdim`.
-            return self.reshape(&[1])?.max_dim(0, false);
+            return self.reshape(&[1])?.extreme_dim(0, false, largest);
         }
         if self.ndim() > 0 && self.shape()[d] == 0 {
-            return Err(Error::index(format!("max(): cannot reduce over dimension {dim} of size 0")));
+            return Err(Error::index(format!("{name}(): cannot reduce over dimension {dim} of size 0")));
         }
-        let idx = self.index_of_max(Some(dim), true)?;
+        let idx = self.arg_extreme(Some(dim), true, largest)?;
         let values = {
             let _off = crate::autograd::GradModeGuard::no_grad();
             self.detach().gather(d as isize, &idx)?
@@ -269,7 +513,8 @@ impl Tensor {
             (values.squeeze_dim(d as isize)?, idx.squeeze_dim(d as isize)?)
         };
         let values = values.clone_data()?;
-        record("MaxBackward", &[self], &[&values], || {
+        let node = if largest { "MaxBackward" } else { "MinBackward" };
+        record(node, &[self], &[&values], || {
             (MaxDimBackward { input_shape: self.shape().to_vec(), dim: d, keepdim }, vec![Save::Input(idx.clone())])
         });
         Ok((values, idx))
@@ -281,20 +526,31 @@ impl Tensor {
         if self.dtype() == DType::Bool {
             return Err(Error::dtype("argmax(): does not support bool input"));
         }
-        self.index_of_max(dim, keepdim)
+        self.arg_extreme(dim, keepdim, true)
     }
 
-    /// `argmax` for every dtype: `max(dim)` gives the indices of a bool tensor too, as PyTorch does.
-    fn index_of_max(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
+    /// Index of the smallest value (first occurrence; NaN counts as smallest): over the flattened
+    /// tensor, or along `dim`. A bool tensor is refused, as in PyTorch.
+    pub fn argmin(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return Err(Error::dtype("argmin(): does not support bool input"));
+        }
+        self.arg_extreme(dim, keepdim, false)
+    }
+
+    /// `argmax`/`argmin` for every dtype: `max(dim)` and `min(dim)` give a bool tensor's indices
+    /// too, as PyTorch does.
+    fn arg_extreme(&self, dim: Option<isize>, keepdim: bool, largest: bool) -> Result<Tensor> {
+        let name = if largest { "argmax" } else { "argmin" };
         let Some(dim) = dim else {
             let flat = self.detach().reshape(&[-1])?;
-            let r = flat.index_of_max(Some(0), false)?;
+            let r = flat.arg_extreme(Some(0), false, largest)?;
             return if keepdim { r.reshape(&vec![1; self.ndim()]) } else { Ok(r) };
         };
         let t = if self.ndim() == 0 { self.detach().reshape(&[1])? } else { self.detach() };
         let d = wrap_dim(dim, t.ndim())?;
         if t.shape()[d] == 0 {
-            return Err(Error::index("argmax(): cannot reduce over a dimension of size 0"));
+            return Err(Error::index(format!("{name}(): cannot reduce over a dimension of size 0")));
         }
         let out_shape = reduced_shape(t.shape(), &[d], true);
         crate::tensor::create::check_alloc(&out_shape, DType::Int64)?;
@@ -306,7 +562,7 @@ impl Tensor {
                     let mut best = 0usize;
                     for (i, &x) in lane.iter().enumerate() {
                         let b = lane[best];
-                        if beats(x, b) {
+                        if better(largest, x, b) {
                             best = i;
                         }
                     }
@@ -355,19 +611,30 @@ impl Tensor {
     /// A zero tensor of `shape` into which `src` is added at `index` along `dim` (gather's adjoint).
     pub fn scatter_add_zeros(shape: &[usize], dim: usize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         let idx = index.to_array::<i64>()?;
-        let out = dispatch_float!(src.dtype(), "scatter_add", T => {
+        /// Adds `src` into zeros at `index` along `dim` with `add` (wrapping for int64, as in PyTorch).
+        fn kernel<T: Element>(
+            shape: &[usize],
+            dim: usize,
+            idx: &ArrayD<i64>,
+            src: &Tensor,
+            add: fn(T, T) -> T,
+        ) -> Result<Tensor> {
             let s = src.to_array::<T>()?;
-            let mut out = ArrayD::<T>::zeros(IxDyn(shape));
+            let mut out = ArrayD::<T>::from_elem(IxDyn(shape), T::default());
             for (pos, &i) in idx.indexed_iter() {
                 let mut p = pos.slice().to_vec();
                 p[dim] = i as usize;
                 let v = s.get(pos.clone()).copied().unwrap_or(T::default());
                 if let Some(o) = out.get_mut(IxDyn(&p)) {
-                    *o += v;
+                    *o = add(*o, v);
                 }
             }
-            Tensor::from_array(out)
-        });
+            Ok(Tensor::from_array(out))
+        }
+        let out = match src.dtype() {
+            DType::Int64 => kernel::<i64>(shape, dim, &idx, src, i64::wrapping_add)?,
+            _ => dispatch_float!(src.dtype(), "scatter_add", T => kernel::<T>(shape, dim, &idx, src, |a, b| a + b)?),
+        };
         record("ScatterAddBackward", &[src], &[&out], || {
             (ScatterAddBackward { dim }, vec![Save::Input(index.clone())])
         });

@@ -10,10 +10,13 @@ mod factories;
 mod function;
 mod gateway;
 mod identity;
+mod optim;
 mod tensor;
 mod tensor_arith;
 mod tensor_index;
 mod tensor_inplace;
+mod tensor_nn;
+mod tensor_protocol;
 mod tensor_reduce;
 mod tensor_shape;
 mod tensor_unary;
@@ -36,6 +39,9 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tensor_arith::register(m)?;
     tensor_shape::register(m)?;
     errors::init(m.py())?;
+    tensor_nn::register(m)?;
+    optim::register(m)?;
+    tensor_protocol::register(m)?;
     autograd::install_hooks();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);
     Ok(())

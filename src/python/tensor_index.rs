@@ -34,10 +34,12 @@ fn item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
             DType::Int64 if t.numel() == 1 && t.ndim() == 0 => {
                 Ok(IndexItem::Int(enter(py, Cost::Metadata, || t.item_scalar())?.as_i64() as isize))
             }
+            DType::Int64 => Ok(IndexItem::Tensor(t.clone())),
             other => Err(Error::Index(format!(
-                "tensors used as indices must be bool masks or 0-d int64 tensors (got a {other} tensor of shape {:?}); integer-array indexing is not supported",
+                "tensors used as indices must be int64 or bool tensors (got a {other} tensor of shape {:?})",
                 t.shape()
-            )).into()),
+            ))
+            .into()),
         };
     }
     if obj.is_instance_of::<PyBool>() {
@@ -71,13 +73,19 @@ fn item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
         if t.dtype() == DType::Int64 && t.ndim() == 0 {
             return Ok(IndexItem::Int(enter(py, Cost::Metadata, || t.item_scalar())?.as_i64() as isize));
         }
-        return Err(Error::Index(
-            "integer-array indexing is not supported; use ints, slices, None, ... or a bool mask".into(),
-        )
-        .into());
+        if t.dtype() == DType::Int64 {
+            return Ok(IndexItem::Tensor(t));
+        }
+        // An empty list is an empty integer index, as in PyTorch.
+        if t.numel() == 0 {
+            return Ok(IndexItem::Tensor(enter(py, Cost::Metadata, || t.to_dtype(DType::Int64))?));
+        }
+        return Err(
+            Error::Index(format!("tensors used as indices must be int64 or bool tensors (got {})", t.dtype())).into()
+        );
     }
     Err(Error::Type(format!(
-        "invalid index of type {}: use ints, slices, None, ... or a bool mask",
+        "invalid index of type {}: use ints, slices, None, ..., a bool mask or int64 tensors",
         obj.get_type().name()?
     ))
     .into())
@@ -95,8 +103,8 @@ fn items(key: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
 impl PyTensor {
     fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let its = items(key)?;
-        // Basic indexing makes a view; a mask gathers the selected elements into a new tensor.
-        let copies = its.iter().any(|i| matches!(i, IndexItem::Mask(_)));
+        // Basic indexing makes a view; a mask or an integer tensor gathers elements into a new tensor.
+        let copies = its.iter().any(|i| matches!(i, IndexItem::Mask(_) | IndexItem::Tensor(_)));
         let cost = if copies { Cost::Elements(self.inner.numel()) } else { Cost::Metadata };
         enter_tensor(py, cost, || self.inner.index(&its))
     }

@@ -1,12 +1,53 @@
 //! Printing, in PyTorch's style: `tensor([1., 2.])`, a common number format for all elements,
-//! rows aligned, and `...` past 1000 elements.
+//! rows aligned, and `...` past 1000 elements. `set_print_options` changes these settings for the
+//! whole process, as `torch.set_printoptions` does.
+
+use parking_lot::RwLock;
 
 use super::dtype::DType;
 use super::element::Element;
 use super::Tensor;
 
-const SUMMARIZE_OVER: usize = 1000;
-const EDGE: usize = 3;
+/// How tensors print.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PrintOptions {
+    /// Digits after the point for non-whole floats.
+    pub precision: usize,
+    /// A tensor with more elements than this prints summarized (`...`).
+    pub threshold: usize,
+    /// Entries shown at each end of a summarized dimension.
+    pub edgeitems: usize,
+    /// Innermost rows wrap so that a line holds as many elements as fit in this many columns.
+    pub linewidth: usize,
+    /// `Some(true)` always scientific, `Some(false)` never, `None` chosen by the values.
+    pub sci_mode: Option<bool>,
+}
+
+impl PrintOptions {
+    /// The settings of PyTorch's profiles: `"default"`, `"short"` and `"full"`.
+    pub fn profile(name: &str) -> Option<Self> {
+        let default = PrintOptions { precision: 4, threshold: 1000, edgeitems: 3, linewidth: 80, sci_mode: None };
+        match name {
+            "default" => Some(default),
+            "short" => Some(PrintOptions { precision: 2, edgeitems: 2, ..default }),
+            "full" => Some(PrintOptions { threshold: usize::MAX, ..default }),
+            _ => None,
+        }
+    }
+}
+
+static OPTIONS: RwLock<PrintOptions> =
+    RwLock::new(PrintOptions { precision: 4, threshold: 1000, edgeitems: 3, linewidth: 80, sci_mode: None });
+
+/// The current print settings.
+pub fn print_options() -> PrintOptions {
+    *OPTIONS.read()
+}
+
+/// Replace the print settings for the whole process.
+pub fn set_print_options(options: PrintOptions) {
+    *OPTIONS.write() = options;
+}
 
 enum Style {
     Int,
@@ -19,28 +60,36 @@ enum Style {
     Sci,
 }
 
-fn pick_style(dtype: DType, vals: &[f64]) -> Style {
+fn pick_style(dtype: DType, vals: &[f64], sci_mode: Option<bool>) -> Style {
     match dtype {
         DType::Int64 => return Style::Int,
         DType::Bool => return Style::Bool,
         _ => {}
     }
     let finite: Vec<f64> = vals.iter().copied().filter(|v| v.is_finite()).collect();
-    if finite.iter().all(|v| v.fract() == 0.0) {
-        let max = finite.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-        return if max < 1e8 { Style::FloatWhole } else { Style::Sci };
+    match sci_mode {
+        Some(true) => return Style::Sci,
+        Some(false) if finite.iter().all(|v| v.fract() == 0.0) => return Style::FloatWhole,
+        Some(false) => return Style::Fixed,
+        None => {}
     }
+    // PyTorch's rule: scientific when the magnitudes span more than three decades or reach past
+    // 1e8, or (for non-whole values) when one is below 1e-4.
     let nonzero: Vec<f64> = finite.iter().map(|v| v.abs()).filter(|&v| v > 0.0).collect();
     let max = nonzero.iter().fold(0.0f64, |a, &v| a.max(v));
     let min = nonzero.iter().fold(f64::INFINITY, |a, &v| a.min(v));
-    if max >= 1e8 || min < 1e-4 || (max / min) > 1e5 {
+    let wide = !nonzero.is_empty() && (max / min > 1000.0 || max > 1e8);
+    if finite.iter().all(|v| v.fract() == 0.0) {
+        return if wide { Style::Sci } else { Style::FloatWhole };
+    }
+    if wide || min < 1e-4 {
         Style::Sci
     } else {
         Style::Fixed
     }
 }
 
-fn fmt_one(v: f64, style: &Style) -> String {
+fn fmt_one(v: f64, style: &Style, precision: usize) -> String {
     if v.is_nan() {
         return "nan".into();
     }
@@ -57,10 +106,10 @@ fn fmt_one(v: f64, style: &Style) -> String {
             }
         }
         Style::FloatWhole => format!("{}.", v as i64),
-        Style::Fixed => format!("{v:.4}"),
+        Style::Fixed => format!("{v:.precision$}"),
         Style::Sci => {
             // Two exponent digits at least, as PyTorch (and C's printf) writes them: `1.5000e+00`.
-            let s = format!("{v:.4e}");
+            let s = format!("{v:.precision$e}");
             let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
             let (sign, digits) = exp.strip_prefix('-').map_or(("+", exp), |d| ("-", d));
             format!("{mantissa}e{sign}{digits:0>2}")
@@ -69,10 +118,10 @@ fn fmt_one(v: f64, style: &Style) -> String {
 }
 
 /// The indices shown along one dimension of `n` elements: all of them, or the first and last
-/// `EDGE` when the printout is summarized (the `...` goes between them).
-fn shown(n: usize, summarize: bool) -> Vec<usize> {
-    if summarize && n > 2 * EDGE {
-        (0..EDGE).chain(n - EDGE..n).collect()
+/// `edge` when the printout is summarized (the `...` goes between them).
+fn shown(n: usize, summarize: bool, edge: usize) -> Vec<usize> {
+    if summarize && n > 2 * edge {
+        (0..edge).chain(n - edge..n).collect()
     } else {
         (0..n).collect()
     }
@@ -80,7 +129,7 @@ fn shown(n: usize, summarize: bool) -> Vec<usize> {
 
 /// The shown elements, row-major over the shown indices of each dimension, as text. Only those
 /// elements are read: a summarized huge (e.g. expanded) tensor prints without being copied.
-fn shown_strings(t: &Tensor, kept: &[Vec<usize>]) -> crate::error::Result<Vec<String>> {
+fn shown_strings(t: &Tensor, kept: &[Vec<usize>], opts: &PrintOptions) -> crate::error::Result<Vec<String>> {
     let count = kept.iter().map(|k| k.len()).product::<usize>();
     let mut positions: Vec<usize> = Vec::with_capacity(count);
     // Storage positions of the shown elements, by an odometer over the shown indices.
@@ -108,8 +157,8 @@ fn shown_strings(t: &Tensor, kept: &[Vec<usize>]) -> crate::error::Result<Vec<St
         .into_iter()
         .map(|x| x.to_f64())
         .collect::<Vec<f64>>());
-    let style = pick_style(t.dtype(), &vals);
-    Ok(vals.iter().map(|&v| fmt_one(v, &style)).collect())
+    let style = pick_style(t.dtype(), &vals, opts.sci_mode);
+    Ok(vals.iter().map(|&v| fmt_one(v, &style, opts.precision)).collect())
 }
 
 /// The elements at the given storage positions (each checked against the storage).
@@ -139,9 +188,10 @@ pub fn format_data(t: &Tensor) -> String {
             format!("tensor([], size=({}))", dims.join(", "))
         };
     }
-    let summarize = t.numel() > SUMMARIZE_OVER;
-    let kept: Vec<Vec<usize>> = shape.iter().map(|&n| shown(n, summarize)).collect();
-    let strs = match shown_strings(t, &kept) {
+    let opts = print_options();
+    let summarize = t.numel() > opts.threshold;
+    let kept: Vec<Vec<usize>> = shape.iter().map(|&n| shown(n, summarize, opts.edgeitems)).collect();
+    let strs = match shown_strings(t, &kept, &opts) {
         Ok(v) => v,
         Err(e) => return format!("tensor(<unreadable: {e}>)"),
     };
@@ -152,57 +202,76 @@ pub fn format_data(t: &Tensor) -> String {
     let lens: Vec<usize> = kept.iter().map(|k| k.len()).collect();
     let cut: Vec<bool> = kept.iter().zip(&shape).map(|(k, &n)| k.len() < n).collect();
     let mut out = String::from("tensor(");
-    write_block(&mut out, &strs, &lens, &cut, 0, 0, width, "tensor(".len());
+    let layout = Layout { strs: &strs, lens, cut, width, indent: "tensor(".len(), linewidth: opts.linewidth };
+    layout.block(&mut out, 0, 0);
     out.push(')');
     out
 }
 
-/// Writes dimension `dim` of the shown elements (`lens` of them along each dimension, row-major
-/// from `offset`); a `cut` dimension gets `...` between its first and last `EDGE` entries.
-#[allow(clippy::too_many_arguments)]
-fn write_block(
-    out: &mut String,
-    strs: &[String],
-    lens: &[usize],
-    cut: &[bool],
-    dim: usize,
-    offset: usize,
+/// The shown elements laid out as PyTorch prints them: nested brackets, summarized dimensions
+/// with `...`, and the innermost rows wrapped at `linewidth`.
+struct Layout<'a> {
+    /// The shown elements as text, row-major.
+    strs: &'a [String],
+    /// How many elements are shown along each dimension.
+    lens: Vec<usize>,
+    /// Whether each dimension is summarized (its shown entries are its first and last halves).
+    cut: Vec<bool>,
+    /// The width every element is padded to.
     width: usize,
+    /// The column the outermost `[` is written at.
     indent: usize,
-) {
-    let n = lens[dim];
-    let inner: usize = lens[dim + 1..].iter().product();
-    let idx: Vec<Option<usize>> = if cut[dim] {
-        (0..EDGE).map(Some).chain(std::iter::once(None)).chain((EDGE..n).map(Some)).collect()
-    } else {
-        (0..n).map(Some).collect()
-    };
-    out.push('[');
-    let last = dim + 1 == lens.len();
-    for (k, i) in idx.iter().enumerate() {
-        if k > 0 {
-            if last {
-                out.push_str(", ");
-            } else {
-                out.push(',');
-                for _ in 0..(lens.len() - dim - 1) {
-                    out.push('\n');
+    linewidth: usize,
+}
+
+impl Layout<'_> {
+    /// Writes dimension `dim` of the shown elements, starting at element `offset`.
+    fn block(&self, out: &mut String, dim: usize, offset: usize) {
+        let n = self.lens[dim];
+        let idx: Vec<Option<usize>> = if self.cut[dim] {
+            let edge = n / 2;
+            (0..edge).map(Some).chain(std::iter::once(None)).chain((edge..n).map(Some)).collect()
+        } else {
+            (0..n).map(Some).collect()
+        };
+        out.push('[');
+        if dim + 1 == self.lens.len() {
+            self.row(out, dim, offset, &idx);
+        } else {
+            let inner: usize = self.lens[dim + 1..].iter().product();
+            // Blocks of a higher dimension are separated by one blank line per dimension below.
+            let gap = "\n".repeat(self.lens.len() - dim - 1);
+            let pad = " ".repeat(self.indent + dim + 1);
+            for (k, i) in idx.iter().enumerate() {
+                if k > 0 {
+                    out.push(',');
+                    out.push_str(&gap);
+                    out.push_str(&pad);
                 }
-                out.pop();
-                out.push('\n');
-                if lens.len() - dim > 2 {
-                    out.push('\n');
+                match i {
+                    None => out.push_str("..."),
+                    Some(i) => self.block(out, dim + 1, offset + i * inner),
                 }
-                out.push_str(&" ".repeat(indent + dim + 1));
             }
         }
-        match i {
-            None => out.push_str("..."),
-            Some(i) if last => out.push_str(&format!("{:>width$}", strs[offset + i])),
-            Some(i) => write_block(out, strs, lens, cut, dim + 1, offset + i * inner, width, indent),
-        }
+        out.push(']');
     }
-    out.push(']');
+
+    /// The innermost dimension: as many padded elements per line as fit in `linewidth` (at least one).
+    fn row(&self, out: &mut String, dim: usize, offset: usize, idx: &[Option<usize>]) {
+        let column = self.indent + dim;
+        let per_line = (self.linewidth.saturating_sub(column) / (self.width + 2)).max(1);
+        let items: Vec<String> = idx
+            .iter()
+            .map(|i| match i {
+                None => " ...".to_string(),
+                Some(i) => format!("{:>w$}", self.strs[offset + i], w = self.width),
+            })
+            .collect();
+        let pad = format!(",\n{}", " ".repeat(column + 1));
+        let lines: Vec<String> = items.chunks(per_line).map(|c| c.join(", ")).collect();
+        out.push_str(&lines.join(&pad));
+    }
 }
 
 /// The full printout used by `Debug`.
