@@ -382,6 +382,10 @@ UNARY = {
     "neg": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "sin": np.sin,
     "cos": np.cos, "tanh": np.tanh, "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
     "relu": lambda x: np.where(np.isnan(x), x, np.maximum(x, 0)),
+    # issue 15 (tests/test_ops_elementwise.py has their own tests)
+    "log1p": np.log1p, "expm1": np.expm1, "log2": np.log2, "log10": np.log10, "exp2": np.exp2,
+    "square": np.square, "reciprocal": np.reciprocal, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
+    "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
 }
 
 

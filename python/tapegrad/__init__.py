@@ -5,8 +5,8 @@ The contract is ``docs/api.md`` in the repository; the native module is ``tapegr
 
 import builtins
 
+from . import _anomaly, _function, autograd, cuda, nn, optim, utils
 from . import _tapegrad as _C
-from . import autograd, cuda, nn, optim, utils
 from ._anomaly import detect_anomaly
 from ._errors import SavedTensorModifiedError
 from ._function import Function, FunctionCtx, autograd_function, custom_gradient, once_differentiable
@@ -75,7 +75,14 @@ from ._functional_nn import (
     var_mean,
 )
 from ._generator import Generator
-from ._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from ._serialization import load, save
 from ._tapegrad import (
     Tensor,
@@ -100,8 +107,80 @@ from ._tapegrad import (
     tensor,
     zeros,
 )
+from ._types import max_result as _max_result
+
+# The helpers the native code calls, handed over once (src/python/helpers.rs).
+_C._install_helpers(
+    function_spec=_function._Spec,
+    saved_mapping=_function._SavedMapping,
+    needs_input_grad=_function._NeedsInputGrad,
+    user_location=_anomaly.user_location,
+    saved_tensor_modified_error=SavedTensorModifiedError,
+    max_result=_max_result,
+)
+del _max_result
 
 where = _C.where
+# element-wise math (src/python/tensor_math.rs)
+log1p = _C.log1p
+expm1 = _C.expm1
+log2 = _C.log2
+log10 = _C.log10
+exp2 = _C.exp2
+rsqrt = _C.rsqrt
+square = _C.square
+reciprocal = _C.reciprocal
+sign = _C.sign
+floor = _C.floor
+ceil = _C.ceil
+trunc = _C.trunc
+frac = _C.frac
+tan = _C.tan
+asin = _C.asin
+acos = _C.acos
+atan = _C.atan
+sinh = _C.sinh
+cosh = _C.cosh
+asinh = _C.asinh
+acosh = _C.acosh
+atanh = _C.atanh
+erf = _C.erf
+erfc = _C.erfc
+erfinv = _C.erfinv
+round = _C.round
+silu = _C.silu
+gelu = _C.gelu
+elu = _C.elu
+selu = _C.selu
+leaky_relu = _C.leaky_relu
+hardtanh = _C.hardtanh
+softplus = _C.softplus
+logsigmoid = _C.logsigmoid
+maximum = _C.maximum
+minimum = _C.minimum
+fmax = _C.fmax
+fmin = _C.fmin
+fmod = _C.fmod
+remainder = _C.remainder
+floor_divide = _C.floor_divide
+atan2 = _C.atan2
+bitwise_and = _C.bitwise_and
+bitwise_or = _C.bitwise_or
+bitwise_xor = _C.bitwise_xor
+bitwise_left_shift = _C.bitwise_left_shift
+bitwise_right_shift = _C.bitwise_right_shift
+logical_and = _C.logical_and
+logical_or = _C.logical_or
+logical_xor = _C.logical_xor
+bitwise_not = _C.bitwise_not
+logical_not = _C.logical_not
+isnan = _C.isnan
+isinf = _C.isinf
+isfinite = _C.isfinite
+nan_to_num = _C.nan_to_num
+lerp = _C.lerp
+addcmul = _C.addcmul
+addcdiv = _C.addcdiv
 float = float32
 double = float64
 long = int64
@@ -153,9 +232,70 @@ __all__ = [
     "unsqueeze", "squeeze", "sum", "mean", "max", "argmax", "clone", "detach", "permute", "narrow",
     "eq", "ne", "lt", "le", "gt", "ge",
     # autograd
-    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "Function", "FunctionCtx",
+    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+    "is_inference_mode_enabled", "Function", "FunctionCtx",
     "autograd_function", "custom_gradient", "once_differentiable", "SavedTensorModifiedError",
     "autograd", "detect_anomaly",
+    # element-wise math
+    "log1p",
+    "expm1",
+    "log2",
+    "log10",
+    "exp2",
+    "rsqrt",
+    "square",
+    "reciprocal",
+    "sign",
+    "floor",
+    "ceil",
+    "trunc",
+    "frac",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "erf",
+    "erfc",
+    "erfinv",
+    "round",
+    "silu",
+    "gelu",
+    "elu",
+    "selu",
+    "leaky_relu",
+    "hardtanh",
+    "softplus",
+    "logsigmoid",
+    "maximum",
+    "minimum",
+    "fmax",
+    "fmin",
+    "fmod",
+    "remainder",
+    "floor_divide",
+    "atan2",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "bitwise_not",
+    "logical_not",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "nan_to_num",
+    "lerp",
+    "addcmul",
+    "addcdiv",
     # the operations tg.nn needs, and tg.nn
     "softmax", "log_softmax", "logsumexp", "amax", "amin", "min", "argmin", "var", "std", "var_mean",
     "gather", "scatter_add", "index_select", "index_add", "prod", "nn",

@@ -80,11 +80,24 @@ class _Spec:
             raise NotImplementedError(
                 f"You must implement the forward function for custom autograd.Function ({cls.__name__})."
             )
+        # PyTorch 2's spelling: forward(*args) without ctx, then setup_context(ctx, inputs, output).
+        self.setup_context = cls.setup_context is not Function.setup_context
         sig = inspect.signature(cls.forward)
         params = list(sig.parameters.values())
-        if not params:
-            raise TypeError(f"{cls.__name__}.forward must take ctx as its first parameter")
-        params = params[1:]
+        if self.setup_context:
+            if params and params[0].name == "ctx":
+                raise TypeError(
+                    f"{cls.__name__} defines setup_context(ctx, inputs, output), so its forward takes no "
+                    f"ctx: define forward({', '.join(p.name for p in params[1:])}) and fill ctx in "
+                    "setup_context (or drop setup_context and keep forward(ctx, ...))"
+                )
+        elif not params:
+            raise TypeError(
+                f"{cls.__name__}.forward must take ctx as its first parameter (or, without ctx, define a "
+                "setup_context(ctx, inputs, output) static method)"
+            )
+        else:
+            params = params[1:]
         for p in params:
             if p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD):
                 raise TypeError(
@@ -96,17 +109,23 @@ class _Spec:
         self.names = [p.name for p in params]
         self.simple = all(p.kind == p.POSITIONAL_OR_KEYWORD for p in params)
         self.name = cls.__name__
+        # When forward's first parameter is not called ctx, the user may have meant PyTorch 2's
+        # spelling and forgotten setup_context: say so if the call does not bind.
+        first = next(iter(sig.parameters), "ctx")
+        self.hint = "" if self.setup_context or first == "ctx" else (
+            f" (forward's first parameter, {first!r}, receives ctx; a forward without ctx needs a "
+            "setup_context(ctx, inputs, output) static method)"
+        )
         self.backward_attr = _backward_attr(cls)
         self.once = bool(getattr(getattr(cls, self.backward_attr), "_tg_once_differentiable", False))
         self.clear_on_access = bool(getattr(cls, "clear_saved_tensors_on_access", False))
-
 
     def bind(self, args, kwargs):
         kwargs = kwargs or {}
         try:
             bound = self.sig.bind(*args, **kwargs)
         except TypeError as e:
-            raise TypeError(f"{self.name}.apply: {e}") from None
+            raise TypeError(f"{self.name}.apply: {e}{self.hint}") from None
         bound.apply_defaults()
         values, names = [], []
         for p in self.params:
@@ -187,6 +206,32 @@ class Function:
         tensor([2., 4.])
         """
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> Any:
+        """PyTorch 2's spelling: a subclass that defines this static method writes ``forward``
+        without ``ctx`` (``forward(x, ...)``); ``setup_context`` then receives the ctx, the inputs as
+        the caller gave them (a tuple, defaults filled in) and what ``forward`` returned, and saves
+        what ``backward`` needs. Both spellings run on the same mechanism.
+
+        >>> import tapegrad as tg
+        >>> class Mul(tg.Function):
+        ...     @staticmethod
+        ...     def forward(x, y):
+        ...         return x * y
+        ...     @staticmethod
+        ...     def setup_context(ctx, inputs, output):
+        ...         ctx.save_for_backward(*inputs)
+        ...     @staticmethod
+        ...     def backward(ctx, g):
+        ...         x, y = ctx.saved_tensors
+        ...         return g * y, g * x
+        >>> x = tg.tensor([2.], requires_grad=True)
+        >>> Mul.apply(x, tg.tensor([5.])).backward()
+        >>> x.grad
+        tensor([5.])
+        """
+        raise NotImplementedError("setup_context is not implemented.")
 
     @staticmethod
     def backward(ctx: Any, *grad_outputs: Any) -> Any:

@@ -21,27 +21,63 @@ if TYPE_CHECKING:
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
+class _Grad:
+    """Grad mode ``flag``: entering sets it and returns the previous value, which leaving restores."""
+
+    __slots__ = ("flag",)
+
+    def __init__(self, flag):
+        self.flag = flag
+
+    def enter(self):
+        return _C._set_grad_enabled(self.flag)
+
+    def leave(self, prev):
+        _C._set_grad_enabled(prev)
+
+
+class _Inference:
+    """Inference mode ``on``: it also sets grad mode to ``not on``, as PyTorch's does."""
+
+    __slots__ = ("on",)
+
+    def __init__(self, on):
+        self.on = on
+
+    def enter(self):
+        return _C._set_inference_mode(self.on), _C._set_grad_enabled(not self.on)
+
+    def leave(self, prev):
+        _C._set_inference_mode(prev[0])
+        _C._set_grad_enabled(prev[1])
+
+
+def _mode(flag):
+    return flag if isinstance(flag, (_Grad, _Inference)) else _Grad(flag)
+
+
 def _drive(flag, gen):
-    """Runs ``gen`` (a generator or coroutine) with grad mode ``flag`` at every resumption, passing
+    """Runs ``gen`` (a generator or coroutine) with the mode ``flag`` at every resumption, passing
     along what is sent or thrown into it, and yields what it yields; returns its return value."""
+    mode = _mode(flag)
     resume, arg = gen.send, None
     while True:
-        prev = _C._set_grad_enabled(flag)
+        prev = mode.enter()
         try:
             item = resume(arg)
         except StopIteration as stop:
             return stop.value
         finally:
-            _C._set_grad_enabled(prev)
+            mode.leave(prev)
         try:
             arg = yield item
             resume = gen.send
         except GeneratorExit:
-            prev = _C._set_grad_enabled(flag)
+            prev = mode.enter()
             try:
                 gen.close()
             finally:
-                _C._set_grad_enabled(prev)
+                mode.leave(prev)
             raise
         except BaseException as exc:  # noqa: BLE001 - thrown in by the caller; forwarded to the body
             resume, arg = gen.throw, exc
@@ -59,7 +95,7 @@ class _Awaitable:
         return (yield from _drive(self.flag, self.coro))
 
 
-def _decorate(flag: bool, fn: _F) -> _F:
+def _decorate(flag: bool | _Grad | _Inference, fn: _F) -> _F:
     """``fn`` wrapped so that its body runs with grad mode ``flag``."""
     if inspect.isclass(fn):
         warnings.warn(
@@ -87,13 +123,15 @@ def _decorate(flag: bool, fn: _F) -> _F:
 
         return cast(_F, coroutine)
 
+    mode = _mode(flag)
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        prev = _C._set_grad_enabled(flag)
+        prev = mode.enter()
         try:
             return fn(*args, **kwargs)
         finally:
-            _C._set_grad_enabled(prev)
+            mode.leave(prev)
 
     return cast(_F, wrapper)
 
@@ -202,4 +240,68 @@ class set_grad_enabled(_GradModeContext):
         return _decorate(self._flag, fn)
 
 
+class inference_mode:
+    """Inference mode: like ``no_grad`` (nothing is recorded, even under ``enable_grad`` inside
+    it), and the tensors made inside are *inference tensors* (``t.is_inference()``), which
+    autograd refuses outside inference mode: saving one for backward, writing one in place, or
+    setting ``requires_grad`` on one raises. ``inference_mode(False)`` turns it off (and grad mode
+    on) inside an inference-mode region. Usable as a decorator, bare or called, on functions,
+    generators and coroutines.
+
+    >>> import tapegrad as tg
+    >>> w = tg.ones(2, requires_grad=True)
+    >>> with tg.inference_mode():
+    ...     y = w * 2
+    >>> y.requires_grad, y.is_inference()
+    (False, True)
+    >>> tg.is_inference_mode_enabled()
+    False
+    """
+
+    @overload
+    def __new__(cls, mode: bool = True) -> Self: ...
+    @overload
+    def __new__(cls, mode: _F) -> _F: ...  # type: ignore[misc]
+    def __new__(cls, mode=True):
+        if callable(mode) and not isinstance(mode, bool):
+            return _decorate(_Inference(True), mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode: bool = True) -> None:
+        if not isinstance(mode, bool):
+            raise TypeError(f"inference_mode(): argument 'mode' must be bool, not {type(mode).__name__}")
+        self.mode = mode
+
+    def __enter__(self) -> Self:
+        self._prev = _Inference(self.mode).enter()
+        return self
+
+    def __exit__(self, *exc: object) -> Literal[False]:
+        _Inference(self.mode).leave(self._prev)
+        return False
+
+    def __call__(self, fn: _F) -> _F:
+        """``fn`` with inference mode ``mode`` around each call (each resumption of a generator
+        or coroutine).
+
+        >>> import tapegrad as tg
+        >>> @tg.inference_mode()
+        ... def predict(t):
+        ...     return t * 2
+        >>> predict(tg.ones(1)).is_inference()
+        True
+        """
+        return _decorate(_Inference(self.mode), fn)
+
+    def clone(self) -> inference_mode:
+        """A new context with the same mode (PyTorch's spelling).
+
+        >>> import tapegrad as tg
+        >>> tg.inference_mode(False).clone().mode
+        False
+        """
+        return inference_mode(self.mode)
+
+
 is_grad_enabled = _C.is_grad_enabled
+is_inference_mode_enabled = _C.is_inference_mode_enabled

@@ -17,6 +17,7 @@ impl Backward for AccumulateGrad {
     fn apply(&self, _node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
         if let Some(Some(g)) = grads.into_iter().next() {
             accumulate_into(&self.variable, g)?;
+            super::hooks::run_post_accumulate_hooks(&self.variable)?;
         }
         Ok(Vec::new())
     }

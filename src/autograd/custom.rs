@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::grad_mode::{is_grad_enabled, GradModeGuard};
 use super::node::{Backward, Node};
-use super::record::{build_node, node_with_edges, Save};
+use super::record::{build_node, try_node_with_edges, Save};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -196,7 +196,10 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
     let output_refs: Vec<&Tensor> = outputs.iter().collect();
     let input_meta = inputs.iter().map(|t| Some(super::node::TensorMeta::of(t))).collect();
     let name = Cow::Owned(format!("{}Backward", run.name));
-    let node = node_with_edges(name, edges, input_meta, &output_refs, Box::new(formula), saves);
+    let (node, error) = try_node_with_edges(name, edges, input_meta, &output_refs, Box::new(formula), saves);
+    if let Some(e) = error {
+        return Err(e);
+    }
     run.set_history(&node, &outputs, &differentiable);
     Ok((outputs, Some(node)))
 }

@@ -72,7 +72,7 @@ pub fn backward(
             for t in inputs.iter().filter(|t| t.grad_fn().is_some()) {
                 t.retain_grad()?;
             }
-            let grads = run(roots, grad_roots, retain_graph, create_graph, inputs)?;
+            let grads = run(roots, grad_roots, retain_graph, create_graph, &capture_edges(inputs))?;
             for (i, (t, g)) in inputs.iter().zip(grads).enumerate() {
                 // A tensor named twice in `inputs` gets its gradient once, as in PyTorch.
                 if inputs[..i].iter().any(|u| u.same(t)) {
@@ -104,7 +104,7 @@ pub fn grad(
             return Err(Error::autograd(format!("input {i} of grad does not require grad")));
         }
     }
-    let grads = run(roots, grad_roots, retain_graph, create_graph, inputs)?;
+    let grads = run(roots, grad_roots, retain_graph, create_graph, &capture_edges(inputs))?;
     if !allow_unused {
         if let Some(i) = grads.iter().position(|g| g.is_none()) {
             return Err(Error::autograd(format!(
@@ -114,6 +114,37 @@ pub fn grad(
         }
     }
     Ok(grads)
+}
+
+/// The gradients of `roots` at the given edges (PyTorch's `GradientEdge` as an input of `grad`): the
+/// gradient flowing into input slot `input_nr` of each edge's node.
+pub fn grad_at_edges(
+    roots: &[Tensor],
+    edges: &[Edge],
+    grad_roots: &[Option<Tensor>],
+    retain_graph: bool,
+    create_graph: bool,
+) -> Result<Vec<Option<Tensor>>> {
+    let capture: Vec<Option<Edge>> = edges.iter().cloned().map(Some).collect();
+    run(roots, grad_roots, retain_graph, create_graph, &capture)
+}
+
+/// Where the gradient of each tensor is read: its grad_fn's slot, or its leaf accumulator (made
+/// here if needed: a root that is itself the leaf gets the same one when seeded; one that no path
+/// reaches is not in the graph and captures nothing).
+fn capture_edges(inputs: &[Tensor]) -> Vec<Option<Edge>> {
+    inputs.iter().map(gradient_edge).collect()
+}
+
+/// A ready node's place in the heap: newest first, except that a leaf's accumulator runs as soon
+/// as it is ready (as PyTorch's AccumulateGrad, whose sequence number is the largest), so that
+/// `.grad`, its hooks and post-accumulate hooks do not wait for unrelated branches.
+fn priority(node: &Node) -> u64 {
+    if node.formula().accumulates_into().is_some() {
+        node.seq | (1 << 63)
+    } else {
+        node.seq
+    }
 }
 
 /// Where a captured gradient is read: input slot `input_nr` of a node.
@@ -149,7 +180,7 @@ fn run(
     grad_roots: &[Option<Tensor>],
     retain_graph: bool,
     create_graph: bool,
-    capture: &[Tensor],
+    capture: &[Option<Edge>],
 ) -> Result<Vec<Option<Tensor>>> {
     let depth = REENTRANT_DEPTH.with(|d| d.get());
     if depth >= MAX_REENTRANT_DEPTH {
@@ -173,15 +204,85 @@ fn run_here(
     grad_roots: &[Option<Tensor>],
     retain_graph: bool,
     create_graph: bool,
-    capture: &[Tensor],
+    capture: &[Option<Edge>],
 ) -> Result<Vec<Option<Tensor>>> {
     let _mode = GradModeGuard::new(create_graph);
+    let callbacks: Callbacks = Arc::new(TaskCallbacks {
+        id: NEXT_TASK_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        captures: !capture.is_empty(),
+        queued: parking_lot::Mutex::new(Vec::new()),
+    });
+    let _callbacks = CallbacksGuard(CURRENT_CALLBACKS.with(|c| c.replace(Some(callbacks.clone()))));
     let seeds = seed_roots(roots, grad_roots)?;
     let mut task = GraphTask::discover(&seeds, retain_graph, create_graph);
     task.plan_capture(capture);
     task.seed_buffers(seeds)?;
     task.execute()?;
+    // Final callbacks, in the order queued; one may queue another, which runs too.
+    loop {
+        let batch = std::mem::take(&mut *callbacks.queued.lock());
+        if batch.is_empty() {
+            break;
+        }
+        for f in batch {
+            f()?;
+        }
+    }
     Ok(task.captured)
+}
+
+/// A function to run once the current backward has finished (`queue_callback`).
+pub type FinalCallback = Box<dyn FnOnce() -> Result<()> + Send>;
+/// One backward run's final callbacks, and a number that tells the run apart from every other.
+struct TaskCallbacks {
+    id: u64,
+    /// The run captures gradients (`grad`, `backward(inputs=...)`) instead of accumulating all.
+    captures: bool,
+    queued: parking_lot::Mutex<Vec<FinalCallback>>,
+}
+type Callbacks = Arc<TaskCallbacks>;
+static NEXT_TASK_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// Whether the backward run going on on this thread captures gradients (`grad` or
+/// `backward(inputs=...)`) rather than accumulating into every leaf: a reentrant checkpoint
+/// cannot serve such a run (its nested backward accumulates).
+pub fn current_backward_captures() -> bool {
+    CURRENT_CALLBACKS.with(|c| c.borrow().as_ref().is_some_and(|t| t.captures))
+}
+
+/// A number unique to the backward run going on on this thread (None outside one): per-run state
+/// kept by hooks (`register_multi_grad_hook`) is keyed by it.
+pub fn current_backward_id() -> Option<u64> {
+    CURRENT_CALLBACKS.with(|c| c.borrow().as_ref().map(|t| t.id))
+}
+
+thread_local! {
+    /// The final callbacks of the backward running on this thread (its worker threads too).
+    static CURRENT_CALLBACKS: std::cell::RefCell<Option<Callbacks>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Restores the enclosing backward's callbacks (a nested backward has its own).
+struct CallbacksGuard(Option<Callbacks>);
+
+impl Drop for CallbacksGuard {
+    fn drop(&mut self) {
+        let mine = CURRENT_CALLBACKS.with(|c| c.replace(self.0.take()));
+        // Callbacks never run (the backward failed) are dropped here, outside every lock.
+        drop(mine);
+    }
+}
+
+/// Queues `f` to run after the backward pass that is running on this thread has finished
+/// (PyTorch's `Variable._execution_engine.queue_callback`); an error outside a backward pass.
+pub fn queue_callback(f: FinalCallback) -> Result<()> {
+    let current = CURRENT_CALLBACKS.with(|c| c.borrow().clone());
+    match current {
+        Some(cbs) => {
+            cbs.queued.lock().push(f);
+            Ok(())
+        }
+        None => Err(Error::autograd("Final callbacks can only be installed during backward pass.")),
+    }
 }
 
 /// 1. Seed: the roots' edges with their gradients, given ones checked and cast, missing ones 1.
@@ -289,15 +390,12 @@ impl GraphTask {
 
     /// 3. Plan capture: finds the capture targets (`grad` / `backward(inputs=...)`) and which nodes
     ///    must run to reach them.
-    fn plan_capture(&mut self, capture: &[Tensor]) {
+    fn plan_capture(&mut self, capture: &[Option<Edge>]) {
         self.targets = capture
             .iter()
-            .map(|t| {
-                let edge = match t.grad_fn() {
-                    Some(f) => Some(Edge { node: f, input_nr: t.output_nr() }),
-                    None => t.0.meta.lock().grad_accumulator.upgrade().map(|n| Edge { node: n, input_nr: 0 }),
-                };
-                edge.filter(|e| self.nodes.contains_key(&id(&e.node)))
+            .map(|edge| {
+                edge.as_ref()
+                    .filter(|e| self.nodes.contains_key(&id(&e.node)))
                     .map(|e| Target { node: id(&e.node), input_nr: e.input_nr })
             })
             .collect();
@@ -313,7 +411,7 @@ impl GraphTask {
         }
         for (&nid, node) in &self.nodes {
             if self.deps.get(&nid).copied().unwrap_or(0) == 0 {
-                self.ready.push((node.seq, nid));
+                self.ready.push((priority(node), nid));
             }
         }
         Ok(())
@@ -373,7 +471,12 @@ impl GraphTask {
             // Hooks see the gradients of the nodes that run or are captured, not of the nodes that
             // are merely passed on the way (as in PyTorch).
             let grads = if runs || is_target {
-                super::hooks::run_pre_hooks(&node, grads).map_err(|e| node.report_failure(e))?
+                let grads = super::hooks::run_pre_hooks(&node, grads).map_err(|e| node.report_failure(e))?;
+                if runs {
+                    super::hooks::run_node_pre_hooks(&node, grads).map_err(|e| node.report_failure(e))?
+                } else {
+                    grads
+                }
             } else {
                 grads
             };
@@ -401,9 +504,11 @@ impl GraphTask {
     fn run_batch(&self, jobs: &[Job]) -> Vec<Result<Grads>> {
         let create_graph = self.create_graph;
         if jobs.len() > 1 && parallel_enabled() {
+            let callbacks = CURRENT_CALLBACKS.with(|c| c.borrow().clone());
             jobs.par_iter()
                 .map(|(node, grads)| {
                     let _mode = GradModeGuard::new(create_graph);
+                    let _callbacks = CallbacksGuard(CURRENT_CALLBACKS.with(|c| c.replace(callbacks.clone())));
                     call_node(node, grads.clone(), create_graph)
                 })
                 .collect()
@@ -431,7 +536,7 @@ impl GraphTask {
             if let Some(d) = self.deps.get_mut(&cid) {
                 *d -= 1;
                 if *d == 0 {
-                    self.ready.push((edge.node.seq, cid));
+                    self.ready.push((priority(&edge.node), cid));
                 }
             }
         }
@@ -516,7 +621,12 @@ fn add_to_buffer(buffers: &mut HashMap<NodeId, Vec<Option<Tensor>>>, edge: &Edge
 /// and a failure is reported with where the node and its ancestors were created.
 fn call_node(node: &Arc<Node>, grads: Vec<Option<Tensor>>, create_graph: bool) -> Result<Vec<Option<Tensor>>> {
     let running = anomaly::is_enabled().then(|| anomaly::enter(node.lineage()));
+    let kept = super::hooks::has_post_hooks(node).then(|| grads.clone());
     let out = run_node(node, grads, create_graph);
+    let out = match (out, kept) {
+        (Ok(out), Some(grads)) => super::hooks::run_node_post_hooks(node, out, &grads),
+        (out, _) => out,
+    };
     drop(running);
     out.map_err(|e| node.report_failure(e))
 }

@@ -67,6 +67,108 @@ pub struct HookHandle {
 enum Target {
     Leaf(Weak<TensorImpl>),
     Node(Weak<Node>),
+    NodeFn(Weak<Node>),
+    PostAccumulate(Weak<TensorImpl>),
+}
+
+/// A hook on a node itself. As a pre-hook it gets the gradients of the node's outputs
+/// (`grad_inputs` is None); as a post-hook, also the gradients the node computed for its inputs.
+/// It returns replacement gradients (for the outputs before, for the inputs after) or None.
+pub trait NodeHookFn: Send + Sync + 'static {
+    /// Runs the hook.
+    fn call(
+        &self,
+        grad_inputs: Option<&[Option<Tensor>]>,
+        grad_outputs: &[Option<Tensor>],
+    ) -> Result<Option<Vec<Option<Tensor>>>>;
+    /// The hook itself, for bindings that downcast it.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// A node hook and whether it runs before (`true`) or after the node.
+#[derive(Clone)]
+pub(crate) struct NodeHook {
+    pub(crate) pre: bool,
+    pub(crate) f: Arc<dyn NodeHookFn>,
+}
+
+/// A hook that runs after a gradient was accumulated into a leaf's `.grad`; it gets the leaf.
+pub trait PostAccumulateHookFn: Send + Sync + 'static {
+    /// Runs the hook.
+    fn call(&self, leaf: &Tensor) -> Result<()>;
+    /// The hook itself, for bindings that downcast it.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// A post-accumulate-grad hook.
+pub type PostAccumulateHook = Arc<dyn PostAccumulateHookFn>;
+
+impl Node {
+    /// Registers a hook on this node: before it runs (`pre`) or after.
+    pub fn register_node_hook(self: &Arc<Self>, pre: bool, f: Arc<dyn NodeHookFn>) -> HookHandle {
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        self.node_hooks.lock().push((id, NodeHook { pre, f }));
+        HookHandle { target: Target::NodeFn(Arc::downgrade(self)), id }
+    }
+}
+
+fn node_hooks(node: &Node, pre: bool) -> Vec<Arc<dyn NodeHookFn>> {
+    node.node_hooks.lock().iter().filter(|(_, h)| h.pre == pre).map(|(_, h)| h.f.clone()).collect()
+}
+
+fn replaced(
+    node: &Node,
+    what: &str,
+    old: Vec<Option<Tensor>>,
+    new: Option<Vec<Option<Tensor>>>,
+) -> Result<Vec<Option<Tensor>>> {
+    match new {
+        None => Ok(old),
+        Some(new) if new.len() != old.len() => Err(Error::autograd(format!(
+            "a hook on {} returned {} gradients for its {what}, expected {}",
+            node.name(),
+            new.len(),
+            old.len()
+        ))),
+        Some(new) => Ok(new),
+    }
+}
+
+/// Runs the node's pre-hooks on the gradients of its outputs (no lock held meanwhile).
+pub(crate) fn run_node_pre_hooks(node: &Node, mut grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+    for h in node_hooks(node, true) {
+        let new = h.call(None, &grads)?;
+        grads = replaced(node, "outputs", grads, new)?;
+    }
+    Ok(grads)
+}
+
+/// True when the node has post-hooks (the engine then keeps the gradients it was given).
+pub(crate) fn has_post_hooks(node: &Node) -> bool {
+    node.node_hooks.lock().iter().any(|(_, h)| !h.pre)
+}
+
+/// Runs the node's post-hooks on what it computed.
+pub(crate) fn run_node_post_hooks(
+    node: &Node,
+    mut grad_inputs: Vec<Option<Tensor>>,
+    grad_outputs: &[Option<Tensor>],
+) -> Result<Vec<Option<Tensor>>> {
+    for h in node_hooks(node, false) {
+        let new = h.call(Some(&grad_inputs), grad_outputs)?;
+        grad_inputs = replaced(node, "inputs", grad_inputs, new)?;
+    }
+    Ok(grad_inputs)
+}
+
+/// Runs the post-accumulate-grad hooks of a leaf (no lock held meanwhile).
+pub(crate) fn run_post_accumulate_hooks(leaf: &Tensor) -> Result<()> {
+    let hooks: Vec<PostAccumulateHook> =
+        leaf.0.meta.lock().post_accumulate_hooks.iter().map(|(_, h)| h.clone()).collect();
+    for h in hooks {
+        h.call(leaf)?;
+    }
+    Ok(())
 }
 
 impl HookHandle {
@@ -80,6 +182,26 @@ impl HookHandle {
                         let mut m = t.meta.lock();
                         let pos = m.hooks.iter().position(|(id, _)| *id == self.id);
                         pos.map(|i| m.hooks.remove(i))
+                    };
+                    drop(removed);
+                }
+            }
+            Target::NodeFn(w) => {
+                if let Some(n) = w.upgrade() {
+                    let removed = {
+                        let mut hooks = n.node_hooks.lock();
+                        let pos = hooks.iter().position(|(id, _)| *id == self.id);
+                        pos.map(|i| hooks.remove(i))
+                    };
+                    drop(removed);
+                }
+            }
+            Target::PostAccumulate(w) => {
+                if let Some(t) = w.upgrade() {
+                    let removed = {
+                        let mut m = t.meta.lock();
+                        let pos = m.post_accumulate_hooks.iter().position(|(id, _)| *id == self.id);
+                        pos.map(|i| m.post_accumulate_hooks.remove(i))
                     };
                     drop(removed);
                 }
@@ -115,6 +237,19 @@ impl Tensor {
                 Ok(HookHandle { target: Target::Node(Arc::downgrade(&node)), id })
             }
         }
+    }
+
+    /// Registers `hook` to run with this leaf after each gradient is accumulated into its `.grad`.
+    pub fn register_post_accumulate_grad_hook(&self, hook: PostAccumulateHook) -> Result<HookHandle> {
+        if !self.requires_grad() {
+            return Err(Error::autograd("cannot register a hook on a tensor that doesn't require gradient"));
+        }
+        if self.grad_fn().is_some() {
+            return Err(Error::autograd("post accumulate grad hooks cannot be registered on non-leaf tensors"));
+        }
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        self.0.meta.lock().post_accumulate_hooks.push((id, hook));
+        Ok(HookHandle { target: Target::PostAccumulate(Arc::downgrade(&self.0)), id })
     }
 
     /// Keeps `.grad` on a non-leaf after backward (a no-op on leaves, which always keep it).

@@ -105,6 +105,10 @@ pub struct Node {
     pub(crate) anomaly_parent: Option<Arc<super::anomaly::Lineage>>,
     /// Hooks on this node's outputs' gradients, by output number (see `hooks.rs`).
     pub(crate) pre_hooks: Mutex<Vec<(usize, super::hooks::PreHook)>>,
+    /// Hooks on the node itself (`Node.register_prehook` / `register_hook`), see `hooks.rs`.
+    pub(crate) node_hooks: Mutex<Vec<(u64, super::hooks::NodeHook)>>,
+    /// What the binding layer keeps for `Node.metadata` (made on first use, lives with the node).
+    pub metadata: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
     /// The address of the binding layer's live wrapper object for this node, or 0: a borrowed,
     /// non-owning reference (NOTE [One Python object per core object] in `python/identity.rs`).
     #[cfg_attr(not(feature = "python"), allow(dead_code))]
@@ -138,6 +142,8 @@ impl Node {
             created_at: super::anomaly::current_location(),
             anomaly_parent: super::anomaly::current_parent(),
             pre_hooks: Mutex::new(Vec::new()),
+            node_hooks: Mutex::new(Vec::new()),
+            metadata: std::sync::OnceLock::new(),
             wrapper: std::sync::atomic::AtomicUsize::new(0),
         }
     }
@@ -204,12 +210,17 @@ impl Node {
 
     /// The saved tensors, version-checked. Fails when they were released by an earlier backward.
     pub fn unpack_saved(&self) -> Result<Vec<Tensor>> {
-        let slot = self.saved.lock();
-        match &*slot {
-            SavedSlot::Stored(saved) => saved.iter().map(|s| s.unpack(&self.name)).collect(),
-            SavedSlot::Released { had: 0 } => Ok(Vec::new()),
-            SavedSlot::Released { .. } => Err(graph_freed_error()),
-        }
+        // Copied out first: an unpack hook runs Python code, never under this lock (it may read
+        // this node's saved tensors again, or release them).
+        let saved = {
+            let slot = self.saved.lock();
+            match &*slot {
+                SavedSlot::Stored(saved) => saved.clone(),
+                SavedSlot::Released { had: 0 } => return Ok(Vec::new()),
+                SavedSlot::Released { .. } => return Err(graph_freed_error()),
+            }
+        };
+        saved.iter().map(|s| s.unpack(&self.name)).collect()
     }
 
     /// Visits the saved tensors without unpacking them (for drawing the graph); None once released.
@@ -272,7 +283,9 @@ impl Drop for Node {
         let edges = std::mem::take(&mut self.edges);
         let backward = self.backward.take();
         let saved = std::mem::replace(self.saved.get_mut(), SavedSlot::Released { had: 0 });
-        let owned: Box<dyn Send> = Box::new((edges, backward, saved));
+        let hooks = std::mem::take(self.node_hooks.get_mut());
+        let metadata = self.metadata.take();
+        let owned: Box<dyn Send> = Box::new((edges, backward, saved, hooks, metadata));
         let queued = DROP_QUEUE
             .try_with(|q| {
                 q.borrow_mut().push(owned);

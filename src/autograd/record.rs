@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::grad_mode::is_grad_enabled;
 use super::node::{gradient_edge, Backward, Node, TensorMeta};
-use super::saved::SavedTensor;
+use super::saved::{Prepared, SavedTensor};
 use crate::tensor::Tensor;
 
 /// What a backward formula keeps: an input (or any other tensor), or one of the outputs.
@@ -92,15 +92,52 @@ pub(crate) fn node_with_edges(
     formula: Box<dyn Backward>,
     saves: Vec<Save>,
 ) -> Arc<Node> {
+    let (node, error) = try_node_with_edges(name, edges, input_meta, outputs, formula, saves);
+    if let Some(e) = error {
+        // A built-in operation cannot return it: the binding layer raises it with the result.
+        super::saved::set_pack_error(e);
+    }
+    node
+}
+
+/// `node_with_edges`, also returning the error of a saved-tensor pack hook that failed (the node
+/// is made all the same; its failed slot reports the error if it is ever read).
+pub(crate) fn try_node_with_edges(
+    name: Cow<'static, str>,
+    edges: Vec<Option<super::node::Edge>>,
+    input_meta: Vec<Option<TensorMeta>>,
+    outputs: &[&Tensor],
+    formula: Box<dyn Backward>,
+    saves: Vec<Save>,
+) -> (Arc<Node>, Option<crate::error::Error>) {
     let output_meta = outputs.iter().map(|t| TensorMeta::of(t)).collect();
-    Arc::new_cyclic(|weak| {
-        let saved = saves
+    // Packed before the node exists: a pack hook runs Python code, which must not see a node
+    // half made.
+    let mut error = None;
+    let prepared: Vec<(Prepared, Option<usize>)> = saves
+        .into_iter()
+        .map(|s| {
+            let (t, out) = match &s {
+                Save::Input(t) => (t, None),
+                Save::Output(i) => (outputs[*i], Some(*i)),
+            };
+            let p = match Prepared::new(t, out.is_some()) {
+                Ok(p) => p,
+                Err(e) => {
+                    let p = Prepared::failed(&e);
+                    error.get_or_insert(e);
+                    p
+                }
+            };
+            (p, out)
+        })
+        .collect();
+    let node = Arc::new_cyclic(|weak| {
+        let saved = prepared
             .into_iter()
-            .map(|s| match s {
-                Save::Input(t) => SavedTensor::input(&t),
-                Save::Output(i) => SavedTensor::output(outputs[i], weak.clone(), i),
-            })
+            .map(|(p, out)| SavedTensor::from_prepared(p, out.map(|i| (weak.clone(), i))))
             .collect();
         Node::new(name, edges, input_meta, output_meta, saved, formula)
-    })
+    });
+    (node, error)
 }

@@ -12,6 +12,7 @@
 //! selects, unsqueezes) works the same way. Each move goes through a scratch buffer the size of
 //! the storage.
 
+use super::formula::{Need, SingleOutput};
 use crate::autograd::node::{Backward, Node};
 use crate::autograd::record::record_node;
 use crate::error::Result;
@@ -92,41 +93,33 @@ fn record_if(input: &Tensor, out: &Tensor, name: &'static str, formula: impl FnO
 
 /// Backward of `Region::read`.
 struct RegionWrite(Region);
-impl Backward for RegionWrite {
-    fn apply(&self, _node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let Some(g) = grads.into_iter().next().flatten() else { return Ok(vec![None]) };
+impl SingleOutput for RegionWrite {
+    fn input_grads(&self, _node: &Node, g: Tensor, _: Need<'_>) -> Result<Vec<Option<Tensor>>> {
         Ok(vec![Some(self.0.write(&g)?)])
     }
 }
 
 /// Backward of `Region::write`.
 struct RegionRead(Region);
-impl Backward for RegionRead {
-    fn apply(&self, _node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let Some(g) = grads.into_iter().next().flatten() else { return Ok(vec![None]) };
+impl SingleOutput for RegionRead {
+    fn input_grads(&self, _node: &Node, g: Tensor, _: Need<'_>) -> Result<Vec<Option<Tensor>>> {
         Ok(vec![Some(self.0.read(&g)?)])
     }
 }
 
 /// Backward of `Region::clear` (it is its own adjoint).
 struct RegionClear(Region);
-impl Backward for RegionClear {
-    fn apply(&self, _node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let Some(g) = grads.into_iter().next().flatten() else { return Ok(vec![None]) };
+impl SingleOutput for RegionClear {
+    fn input_grads(&self, _node: &Node, g: Tensor, _: Need<'_>) -> Result<Vec<Option<Tensor>>> {
         Ok(vec![Some(self.0.clear(&g)?)])
     }
 }
 
 /// The base's node after an in-place write through a view (see the module note).
 struct CopySlices(Region);
-impl Backward for CopySlices {
-    fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let Some(g) = grads.into_iter().next().flatten() else { return Ok(vec![None, None]) };
-        let need = |i: usize| node.next_edges()[i].is_some();
-        Ok(vec![
-            if need(0) { Some(self.0.clear(&g)?) } else { None },
-            if need(1) { Some(self.0.read(&g)?) } else { None },
-        ])
+impl SingleOutput for CopySlices {
+    fn input_grads(&self, _node: &Node, g: Tensor, need: Need<'_>) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![need.then(0, || self.0.clear(&g))?, need.then(1, || self.0.read(&g))?])
     }
 }
 

@@ -8,11 +8,12 @@ use std::borrow::Cow;
 
 use super::as_strided::view_rebase_error;
 use super::elementwise::{Binary, ScalarOp};
+use super::formula::{Need, SingleOutput};
 use super::index::IndexItem;
 use super::kernel::{map_in_place, with_dst_src, zip_in_place, Cost};
 use crate::autograd::anomaly;
 use crate::autograd::grad_mode::is_grad_enabled;
-use crate::autograd::node::{Backward, Node};
+use crate::autograd::node::Node;
 use crate::autograd::record::record_node;
 use crate::error::{Error, Result};
 use crate::tensor::dtype::Scalar;
@@ -22,12 +23,9 @@ use crate::tensor::Tensor;
 /// The backward of an in-place write whose new value does not depend on the old one: zero.
 struct Overwritten;
 
-impl Backward for Overwritten {
-    fn apply(&self, _node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        match grads.into_iter().next().flatten() {
-            Some(g) => Ok(vec![Some(Tensor::zeros(g.shape(), g.dtype())?)]),
-            None => Ok(vec![None]),
-        }
+impl SingleOutput for Overwritten {
+    fn input_grads(&self, _node: &Node, g: Tensor, _: Need<'_>) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(Tensor::zeros(g.shape(), g.dtype())?)])
     }
 }
 
@@ -35,12 +33,9 @@ impl Backward for Overwritten {
 /// source (input 1, already expanded and cast to the tensor's shape and dtype) the upstream gradient.
 struct CopiedIn;
 
-impl Backward for CopiedIn {
-    fn apply(&self, _node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        match grads.into_iter().next().flatten() {
-            Some(g) => Ok(vec![Some(Tensor::zeros(g.shape(), g.dtype())?), Some(g)]),
-            None => Ok(vec![None, None]),
-        }
+impl SingleOutput for CopiedIn {
+    fn input_grads(&self, _node: &Node, g: Tensor, _: Need<'_>) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(Tensor::zeros(g.shape(), g.dtype())?), Some(g)])
     }
 }
 
@@ -61,6 +56,9 @@ impl Tensor {
 
     /// Refuses in-place writes that would corrupt autograd state (`recording`: see `inplace_records`).
     pub(crate) fn check_inplace(&self, op: &str, recording: bool) -> Result<()> {
+        if self.storage().is_inference() && !crate::autograd::grad_mode::is_inference_mode_enabled() {
+            return Err(Error::autograd(crate::autograd::grad_mode::INFERENCE_INPLACE));
+        }
         if recording {
             if let Some(base) = self.base() {
                 if let Some(message) = view_rebase_error(&self.view_creation(), "is being modified inplace") {
@@ -120,6 +118,11 @@ impl Tensor {
         // when this tensor does not require grad: `a.mul_(b)` saves `a` for `b`'s gradient).
         let old = if recording { self.old_value_for_write()? } else { self.detach() };
         let new = compute(&old)?;
+        // A saved-tensor pack hook that failed while the new value was recorded: refused before
+        // the memory is written.
+        if let Some(e) = crate::autograd::saved::take_pack_error() {
+            return Err(e);
+        }
         if new.shape() != self.shape()
             && crate::tensor::layout::broadcast_shapes(new.shape(), self.shape())? != self.shape()
         {

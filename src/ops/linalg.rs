@@ -10,7 +10,8 @@
 //! 1000x64x100 138 vs 93; 256^3 284 vs 208; 256x1024x4096 16,031 vs 14,061; 2048^3 97,962 vs
 //! 89,306 (scratch crate, both in one run).
 
-use crate::autograd::node::{Backward, Node};
+use super::formula::{Need, SingleOutput};
+use crate::autograd::node::Node;
 use crate::autograd::record::{record, Save};
 use crate::dispatch_float;
 use crate::error::{Error, Result};
@@ -146,15 +147,11 @@ fn out_shape(ndim: usize, batch: usize, m: usize, n: usize) -> Vec<usize> {
 
 struct MmBackward;
 
-impl Backward for MmBackward {
-    fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let Some(g) = grads.into_iter().next().flatten() else {
-            return Ok(vec![None, None]);
-        };
+impl SingleOutput for MmBackward {
+    fn input_grads(&self, node: &Node, g: Tensor, need: Need<'_>) -> Result<Vec<Option<Tensor>>> {
         let saved = node.unpack_saved()?;
-        let need = |i: usize| node.next_edges()[i].is_some();
-        let (b, a) = kept_operands(&saved, need(0), need(1));
-        Ok(vec![if need(0) { Some(g.mm(&b?.t()?)?) } else { None }, if need(1) { Some(a?.t()?.mm(&g)?) } else { None }])
+        let (b, a) = kept_operands(&saved, need.get(0), need.get(1));
+        Ok(vec![need.then(0, || g.mm(&b?.t()?))?, need.then(1, || a?.t()?.mm(&g))?])
     }
 }
 
@@ -181,18 +178,11 @@ fn kept_operands(saved: &[Tensor], need_a: bool, need_b: bool) -> (Result<&Tenso
     (b, a)
 }
 
-impl Backward for BmmBackward {
-    fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let Some(g) = grads.into_iter().next().flatten() else {
-            return Ok(vec![None, None]);
-        };
+impl SingleOutput for BmmBackward {
+    fn input_grads(&self, node: &Node, g: Tensor, need: Need<'_>) -> Result<Vec<Option<Tensor>>> {
         let saved = node.unpack_saved()?;
-        let need = |i: usize| node.next_edges()[i].is_some();
-        let (b, a) = kept_operands(&saved, need(0), need(1));
-        Ok(vec![
-            if need(0) { Some(g.bmm(&b?.transpose(1, 2)?)?) } else { None },
-            if need(1) { Some(a?.transpose(1, 2)?.bmm(&g)?) } else { None },
-        ])
+        let (b, a) = kept_operands(&saved, need.get(0), need.get(1));
+        Ok(vec![need.then(0, || g.bmm(&b?.transpose(1, 2)?))?, need.then(1, || a?.transpose(1, 2)?.bmm(&g))?])
     }
 }
 

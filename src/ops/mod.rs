@@ -4,6 +4,7 @@
 pub(crate) mod as_strided;
 pub mod elementwise;
 pub(crate) mod fastmath;
+pub(crate) mod formula;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod gemm;
 pub mod index;

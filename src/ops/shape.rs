@@ -6,7 +6,8 @@
 //! unless there is nothing to change (then they return the tensor itself); `clone_data`,
 //! `clone_tensor`, `cat` and `stack` always copy.
 
-use crate::autograd::node::{Backward, Node};
+use super::formula::{Need, SingleOutput};
+use crate::autograd::node::Node;
 use crate::autograd::record::record;
 use crate::dispatch_all;
 use crate::error::{Error, Result};
@@ -36,12 +37,8 @@ enum ShapeBackward {
     Narrow { input_shape: Vec<usize>, dim: usize, start: usize },
 }
 
-impl Backward for ShapeBackward {
-    fn apply(&self, _node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let n_inputs = if let ShapeBackward::Cat { sizes, .. } = self { sizes.len() } else { 1 };
-        let Some(g) = grads.into_iter().next().flatten() else {
-            return Ok(vec![None; n_inputs]);
-        };
+impl SingleOutput for ShapeBackward {
+    fn input_grads(&self, _node: &Node, g: Tensor, _: Need<'_>) -> Result<Vec<Option<Tensor>>> {
         Ok(match self {
             ShapeBackward::Reshape(shape) => vec![Some(g.reshape(&as_isize(shape))?)],
             ShapeBackward::Unsqueeze(d) => vec![Some(g.squeeze_dim(*d as isize)?)],

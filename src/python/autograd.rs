@@ -5,11 +5,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyDict, PyTuple};
 
 use super::tensor::{tensor_list, PyTensor};
 use crate::autograd::node::Node;
-use crate::autograd::{anomaly, engine, grad_mode};
+use crate::autograd::{anomaly, engine, grad_mode, saved};
 use crate::error::{Error, Result};
 use crate::Tensor;
 
@@ -112,12 +112,8 @@ impl PyNode {
             saved.map(|s| {
                 s.iter()
                     .map(|st| {
-                        (
-                            st.peek().shape().to_vec(),
-                            st.peek().dtype().name().to_string(),
-                            st.saved_version(),
-                            st.peek().version(),
-                        )
+                        let (shape, dtype) = st.meta();
+                        (shape, dtype.name().to_string(), st.saved_version(), st.current_version())
                     })
                     .collect()
             })
@@ -130,6 +126,27 @@ impl PyNode {
     #[getter]
     fn _id(&self) -> usize {
         Arc::as_ptr(&self.node) as usize
+    }
+    /// Registers `hook(grad_inputs, grad_outputs)`, run after this node computed the gradients of
+    /// its inputs; it may return replacements (a tuple) or None.
+    fn register_hook(&self, hook: Py<PyAny>) -> PyHookHandle {
+        let f = Arc::new(PyNodeHook { callable: parking_lot::Mutex::new(Some(hook)) });
+        PyHookHandle { handle: self.node.register_node_hook(false, f) }
+    }
+    /// Registers `hook(grad_outputs)`, run before this node with the gradients of its outputs; it
+    /// may return replacements (a tuple) or None.
+    fn register_prehook(&self, hook: Py<PyAny>) -> PyHookHandle {
+        let f = Arc::new(PyNodeHook { callable: parking_lot::Mutex::new(Some(hook)) });
+        PyHookHandle { handle: self.node.register_node_hook(true, f) }
+    }
+    /// A dict that lives with the node, for the user's own data.
+    #[getter]
+    fn metadata(&self, py: Python<'_>) -> PyResult<Py<PyDict>> {
+        let stored = self.node.metadata.get_or_init(|| Box::new(PyDict::new(py).unbind()));
+        match stored.downcast_ref::<Py<PyDict>>() {
+            Some(d) => Ok(d.clone_ref(py)),
+            None => Err(pyo3::exceptions::PyRuntimeError::new_err("this node's metadata is not a dict")),
+        }
     }
     #[getter]
     fn created_at(&self) -> Option<String> {
@@ -239,6 +256,17 @@ pub(crate) fn python_hook(h: &crate::autograd::GradHook) -> Option<&PyGradHook> 
 /// hooks on its outputs (each only when the node is its only owner, so the count stays exact).
 pub(crate) fn visit_node(node: &Node, visit: &pyo3::PyVisit<'_>) -> std::result::Result<(), pyo3::PyTraverseError> {
     super::function::visit_python_ctx(node, visit)?;
+    if let Some(hooks) = node.node_hooks.try_lock() {
+        for (_, h) in hooks.iter() {
+            if let Some(p) = h.f.as_any().downcast_ref::<PyNodeHook>() {
+                if let Some(guard) = p.callable.try_lock() {
+                    if let Some(obj) = guard.as_ref() {
+                        visit.call(obj)?;
+                    }
+                }
+            }
+        }
+    }
     if let Some(hooks) = node.pre_hooks.try_lock() {
         for (_, h) in hooks.iter() {
             if let crate::autograd::hooks::PreHook::User(_, h) = h {
@@ -255,6 +283,14 @@ pub(crate) fn visit_node(node: &Node, visit: &pyo3::PyVisit<'_>) -> std::result:
 
 /// Breaks the cycles `visit_node` reported through hooks (the ctx clears itself).
 pub(crate) fn clear_node(node: &Node) {
+    let node_hooks = node.node_hooks.lock().clone();
+    for (_, h) in &node_hooks {
+        if let Some(p) = h.f.as_any().downcast_ref::<PyNodeHook>() {
+            let taken = p.callable.lock().take();
+            drop(taken);
+        }
+    }
+    drop(node_hooks);
     let hooks = node.pre_hooks.lock().clone();
     for (_, h) in &hooks {
         if let crate::autograd::hooks::PreHook::User(_, h) = h {
@@ -294,7 +330,34 @@ fn _set_grad_enabled(flag: bool) -> bool {
 
 #[pyfunction]
 fn is_grad_enabled() -> bool {
-    grad_mode::is_grad_enabled()
+    grad_mode::grad_mode_flag()
+}
+
+/// Sets inference mode on this thread; returns the previous value.
+#[pyfunction]
+fn _set_inference_mode(flag: bool) -> bool {
+    grad_mode::set_inference_mode(flag)
+}
+
+/// Whether inference mode is on on this thread.
+#[pyfunction]
+fn is_inference_mode_enabled() -> bool {
+    grad_mode::is_inference_mode_enabled()
+}
+
+#[pymethods]
+impl PyTensor {
+    /// True for a tensor made under inference mode (or a view or detached alias of one).
+    fn is_inference(&self) -> bool {
+        self.inner.storage().is_inference()
+    }
+
+    /// Registers `hook(tensor)`, run on this leaf after each gradient is accumulated into its
+    /// `.grad`; it must return None.
+    fn register_post_accumulate_grad_hook(&self, hook: Py<PyAny>) -> PyResult<PyHookHandle> {
+        let f = Arc::new(PyPostAccumulateHook { callable: hook });
+        Ok(PyHookHandle { handle: self.inner.register_post_accumulate_grad_hook(f)? })
+    }
 }
 
 #[pyfunction]
@@ -389,6 +452,42 @@ pub(crate) fn run_backward(
     Ok(())
 }
 
+/// `grad` with respect to gradient edges: `edges` is a list of `(node, input_nr)`.
+#[pyfunction]
+fn _run_grad_edges(
+    py: Python<'_>,
+    outputs: &Bound<'_, PyAny>,
+    edges: Vec<(Py<PyNode>, usize)>,
+    grad_outputs: &Bound<'_, PyAny>,
+    retain_graph: bool,
+    create_graph: bool,
+) -> PyResult<Vec<Option<Py<PyTensor>>>> {
+    let roots = tensor_list(outputs, "outputs")?;
+    let grads = optional_tensors(grad_outputs, roots.len(), &roots)?;
+    let edges: Vec<crate::autograd::Edge> =
+        edges.iter().map(|(n, nr)| crate::autograd::Edge { node: n.get().node.clone(), input_nr: *nr }).collect();
+    let result = py.detach(|| engine::grad_at_edges(&roots, &edges, &grads, retain_graph, create_graph))?;
+    result.into_iter().map(|g| g.map(|g| PyTensor::wrap(py, g)).transpose()).collect()
+}
+
+/// The edge a gradient for `t` travels along: `(node, input_nr)`; a leaf's accumulator is made
+/// if needed. An error for a tensor that does not require grad.
+#[pyfunction]
+fn _gradient_edge(py: Python<'_>, t: PyRef<'_, PyTensor>) -> PyResult<(Py<PyNode>, usize)> {
+    match crate::autograd::node::gradient_edge(&t.inner) {
+        Some(e) => Ok((PyNode::wrap(py, e.node)?, e.input_nr)),
+        None => Err(pyo3::exceptions::PyRuntimeError::new_err(
+            "It is not possible to get the gradient edge for a Tensor that does not require gradients",
+        )),
+    }
+}
+
+/// Bumps `t`'s version counter, as an in-place write would.
+#[pyfunction]
+fn _increment_version(t: PyRef<'_, PyTensor>) {
+    t.inner.storage().bump_version(std::borrow::Cow::Borrowed("increment_version"), anomaly::current_location());
+}
+
 #[pyfunction]
 fn _run_grad(
     py: Python<'_>,
@@ -415,7 +514,7 @@ fn _run_grad(
 fn user_location() -> Option<String> {
     Python::attach(|py| {
         let found = (|| -> PyResult<String> {
-            py.import("tapegrad._anomaly")?.getattr("user_location")?.call0()?.extract::<String>()
+            super::helpers::helpers(py)?.user_location.bind(py).call0()?.extract::<String>()
         })();
         match found {
             Ok(location) => Some(location),
@@ -446,6 +545,197 @@ fn check_interrupt() -> Result<()> {
     })
 }
 
+/// A Python callable as a node hook (`Node.register_hook` / `register_prehook`); the lock lets the
+/// collector take it out to break a cycle, as for `PyGradHook`.
+struct PyNodeHook {
+    callable: parking_lot::Mutex<Option<Py<PyAny>>>,
+}
+
+fn grads_tuple<'py>(py: Python<'py>, grads: &[Option<Tensor>]) -> PyResult<Bound<'py, PyTuple>> {
+    let items =
+        grads.iter().map(|g| g.clone().map(|g| PyTensor::wrap(py, g)).transpose()).collect::<PyResult<Vec<_>>>()?;
+    PyTuple::new(py, items)
+}
+
+impl crate::autograd::hooks::NodeHookFn for PyNodeHook {
+    fn call(
+        &self,
+        grad_inputs: Option<&[Option<Tensor>]>,
+        grad_outputs: &[Option<Tensor>],
+    ) -> Result<Option<Vec<Option<Tensor>>>> {
+        Python::attach(|py| -> PyResult<Option<Vec<Option<Tensor>>>> {
+            let Some(hook) = self.callable.lock().as_ref().map(|c| c.clone_ref(py)) else { return Ok(None) };
+            let outs = grads_tuple(py, grad_outputs)?;
+            let r = match grad_inputs {
+                Some(ins) => hook.bind(py).call1((grads_tuple(py, ins)?, outs))?,
+                None => hook.bind(py).call1((outs,))?,
+            };
+            if r.is_none() {
+                return Ok(None);
+            }
+            let items: Vec<Bound<'_, PyAny>> = match r.cast::<PyTuple>() {
+                Ok(t) => t.iter().collect(),
+                Err(_) => match r.cast::<pyo3::types::PyList>() {
+                    Ok(l) => l.iter().collect(),
+                    Err(_) => {
+                        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                            "a node hook must return a tuple of gradients or None, got {}",
+                            r.get_type().name()?
+                        )))
+                    }
+                },
+            };
+            items
+                .iter()
+                .map(|o| {
+                    if o.is_none() {
+                        Ok(None)
+                    } else {
+                        super::tensor::expect_tensor(o, "a node hook's gradient").map(Some)
+                    }
+                })
+                .collect::<PyResult<Vec<_>>>()
+                .map(Some)
+        })
+        .map_err(super::errors::external)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// A Python callable run with the leaf after its `.grad` was accumulated.
+struct PyPostAccumulateHook {
+    callable: Py<PyAny>,
+}
+
+impl crate::autograd::hooks::PostAccumulateHookFn for PyPostAccumulateHook {
+    fn call(&self, leaf: &Tensor) -> Result<()> {
+        Python::attach(|py| -> PyResult<()> {
+            let r = self.callable.bind(py).call1((PyTensor::wrap(py, leaf.clone())?,))?;
+            if !r.is_none() {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                    "Tensor post accumulate grad hooks should return None.",
+                ));
+            }
+            Ok(())
+        })
+        .map_err(super::errors::external)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// Queues `callback()` to run when the backward pass running on this thread has finished.
+#[pyfunction]
+fn _queue_callback(callback: Py<PyAny>) -> PyResult<()> {
+    let f: engine::FinalCallback =
+        Box::new(move || Python::attach(|py| callback.bind(py).call0().map(drop)).map_err(super::errors::external));
+    Ok(engine::queue_callback(f)?)
+}
+
+/// The random generator's state, opaque (checkpointing restores it to recompute identically).
+#[pyclass(name = "_RngState", module = "tapegrad", frozen)]
+pub struct PyRngState(crate::tensor::random::RngState);
+
+#[pyfunction]
+fn _get_rng_state() -> PyRngState {
+    PyRngState(crate::tensor::random::rng_state())
+}
+
+#[pyfunction]
+fn _set_rng_state(state: PyRef<'_, PyRngState>) {
+    crate::tensor::random::set_rng_state(&state.0);
+}
+
+/// Whether the backward run going on on this thread captures gradients (`grad`, `inputs=`).
+#[pyfunction]
+fn _current_backward_captures() -> bool {
+    engine::current_backward_captures()
+}
+
+/// A number unique to the backward run going on on this thread, or None.
+#[pyfunction]
+fn _current_backward_id() -> Option<u64> {
+    engine::current_backward_id()
+}
+
+/// Python saved-tensor hooks (`tg.autograd.graph.saved_tensors_hooks`).
+struct PySavedHooks {
+    pack: Py<PyAny>,
+    unpack: Arc<Py<PyAny>>,
+    check_version: bool,
+}
+
+/// What a Python pack hook returned, and the unpack hook to give it back.
+struct PyPacked {
+    value: Py<PyAny>,
+    unpack: Arc<Py<PyAny>>,
+}
+
+impl saved::SavedTensorHooks for PySavedHooks {
+    fn pack(&self, t: &Tensor) -> Result<Arc<dyn saved::PackedTensor>> {
+        Python::attach(|py| {
+            let arg = PyTensor::wrap(py, t.clone())?;
+            let value = self.pack.bind(py).call1((arg,))?.unbind();
+            Ok(Arc::new(PyPacked { value, unpack: self.unpack.clone() }) as Arc<dyn saved::PackedTensor>)
+        })
+        .map_err(super::errors::external)
+    }
+
+    fn checks_version(&self) -> bool {
+        self.check_version
+    }
+}
+
+impl saved::PackedTensor for PyPacked {
+    fn unpack(&self) -> Result<Tensor> {
+        Python::attach(|py| {
+            let out = self.unpack.bind(py).call1((self.value.bind(py),))?;
+            match out.cast::<PyTensor>() {
+                Ok(t) => Ok(t.get().inner.clone()),
+                Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "Output of saved tensor unpack_hook expected to be a Tensor but got result of type {}",
+                    out.get_type().name()?
+                ))),
+            }
+        })
+        .map_err(super::errors::external)
+    }
+}
+
+/// Makes `(pack, unpack)` the innermost saved-tensor hooks of this thread.
+#[pyfunction]
+#[pyo3(signature = (pack, unpack, check_version=true))]
+fn _push_saved_tensors_hooks(pack: Bound<'_, PyAny>, unpack: Bound<'_, PyAny>, check_version: bool) -> PyResult<()> {
+    if !pack.is_callable() || !unpack.is_callable() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "saved_tensors_hooks: pack_hook and unpack_hook must be callable",
+        ));
+    }
+    saved::push_saved_tensor_hooks(Arc::new(PySavedHooks {
+        pack: pack.unbind(),
+        unpack: Arc::new(unpack.unbind()),
+        check_version,
+    }));
+    Ok(())
+}
+
+/// Removes the innermost saved-tensor hooks of this thread.
+#[pyfunction]
+fn _pop_saved_tensors_hooks() -> PyResult<()> {
+    match saved::pop_saved_tensor_hooks() {
+        Some(hooks) => {
+            drop(hooks);
+            Ok(())
+        }
+        None => Err(pyo3::exceptions::PyRuntimeError::new_err("no saved-tensor hooks to remove on this thread")),
+    }
+}
+
 pub(crate) fn install_hooks() {
     anomaly::set_location_hook(user_location);
     engine::set_interrupt_hook(check_interrupt);
@@ -459,5 +749,18 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_is_anomaly_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_run_backward, m)?)?;
     m.add_function(wrap_pyfunction!(_run_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(_push_saved_tensors_hooks, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_inference_mode, m)?)?;
+    m.add_function(wrap_pyfunction!(_queue_callback, m)?)?;
+    m.add_function(wrap_pyfunction!(_current_backward_id, m)?)?;
+    m.add_function(wrap_pyfunction!(_current_backward_captures, m)?)?;
+    m.add_function(wrap_pyfunction!(_get_rng_state, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_rng_state, m)?)?;
+    m.add_class::<PyRngState>()?;
+    m.add_function(wrap_pyfunction!(_run_grad_edges, m)?)?;
+    m.add_function(wrap_pyfunction!(_gradient_edge, m)?)?;
+    m.add_function(wrap_pyfunction!(_increment_version, m)?)?;
+    m.add_function(wrap_pyfunction!(is_inference_mode_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_pop_saved_tensors_hooks, m)?)?;
     Ok(())
 }

@@ -9,7 +9,6 @@
 use std::sync::{Arc, Weak};
 
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
 
@@ -214,10 +213,6 @@ impl PyCtx {
     }
 }
 
-fn helper_class<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyAny>>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-    Ok(cell.get_or_try_init(py, || py.import("tapegrad._function")?.getattr(name).map(Bound::unbind))?.bind(py).clone())
-}
-
 fn tensors_of(values: &Bound<'_, PyTuple>, what: &str) -> PyResult<Vec<Tensor>> {
     values.iter().map(|v| super::tensor::expect_tensor(&v, what)).collect()
 }
@@ -235,7 +230,7 @@ impl PyCtx {
     fn save_for_backward(&mut self, values: &Bound<'_, PyTuple>, named: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
         if !self.in_forward {
             return Err(crate::error::Error::CustomFunction(
-                "save_for_backward can only be called inside forward".into(),
+                "save_for_backward can only be called inside forward (or setup_context)".into(),
             )
             .into());
         }
@@ -263,30 +258,29 @@ impl PyCtx {
 
     #[getter]
     fn saved_variables<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        static MAPPING: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
         let py = slf.py();
         let named = PyCtx::unpack(slf)?.1;
         PyCtx::count_access(slf, 1, "saved_variables")?;
-        helper_class(py, &MAPPING, "_SavedMapping")?.call1((named,))
+        super::helpers::helpers(py)?.saved_mapping.bind(py).call1((named,))
     }
 
     #[getter]
     fn needs_input_grad<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        static NEEDS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
         let (needs, names) = {
             let c = slf.try_borrow()?;
             (c.needs.clone(), c.names.clone())
         };
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        helper_class(slf.py(), &NEEDS, "_NeedsInputGrad")?.call1((needs, names))
+        super::helpers::helpers(slf.py())?.needs_input_grad.bind(slf.py()).call1((needs, names))
     }
 
     #[pyo3(signature = (*tensors))]
     fn mark_dirty(&mut self, tensors: &Bound<'_, PyTuple>) -> PyResult<()> {
         if !self.in_forward {
-            return Err(
-                crate::error::Error::CustomFunction("mark_dirty can only be called inside forward".into()).into()
-            );
+            return Err(crate::error::Error::CustomFunction(
+                "mark_dirty can only be called inside forward (or setup_context)".into(),
+            )
+            .into());
         }
         self.dirty.extend(tensors_of(tensors, "mark_dirty's argument")?);
         Ok(())
@@ -296,7 +290,7 @@ impl PyCtx {
     fn mark_non_differentiable(&mut self, tensors: &Bound<'_, PyTuple>) -> PyResult<()> {
         if !self.in_forward {
             return Err(crate::error::Error::CustomFunction(
-                "mark_non_differentiable can only be called inside forward".into(),
+                "mark_non_differentiable can only be called inside forward (or setup_context)".into(),
             )
             .into());
         }

@@ -4,7 +4,8 @@
 //!
 //! `Function.apply` is this module's `_function_apply`: what it learns about a class (forward's
 //! parameter names, the node name, once-differentiability) is computed once by the Python `_Spec`
-//! and cached here, so a call with positional arguments does no signature work at all.
+//! and kept on the class itself (`_tg_function_spec`), so a call with positional arguments does
+//! no signature work at all, and a class defined in a loop is freed with what was learned about it.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -33,6 +34,9 @@ struct Spec {
     backward_attr: Py<PyString>,
     /// `clear_saved_tensors_on_access`: backward may read the saved values once.
     clear_on_access: bool,
+    /// PyTorch 2's spelling: `forward(*args)` takes no ctx and `setup_context(ctx, inputs, output)`
+    /// fills the ctx after it.
+    setup_context: bool,
 }
 
 /// A class's `Spec`, kept as an attribute of the class itself so that it dies with the class (a
@@ -65,7 +69,7 @@ fn spec_for(cls: &Bound<'_, PyType>) -> PyResult<Arc<Spec>> {
             }
         }
     }
-    let binder = py.import("tapegrad._function")?.getattr("_Spec")?.call1((cls,))?;
+    let binder = super::helpers::helpers(py)?.function_spec.bind(py).call1((cls,))?;
     let names: Vec<String> = binder.getattr("names")?.extract()?;
     let spec = Arc::new(Spec {
         name: binder.getattr("name")?.extract()?,
@@ -74,6 +78,7 @@ fn spec_for(cls: &Bound<'_, PyType>) -> PyResult<Arc<Spec>> {
         once: binder.getattr("once")?.extract()?,
         backward_attr: binder.getattr("backward_attr")?.cast_into::<PyString>()?.unbind(),
         clear_on_access: binder.getattr("clear_on_access")?.extract()?,
+        setup_context: binder.getattr("setup_context")?.extract()?,
         binder: binder.unbind(),
     });
     let holder = Py::new(py, SpecHolder { owner: key, spec: spec.clone() })?;
@@ -97,6 +102,8 @@ struct PyFunctionOp {
     /// For each value forward returned: is it a tensor? Backward gets one argument per value
     /// (None for the others), as in PyTorch.
     output_is_tensor: Vec<bool>,
+    /// `forward` takes no ctx; `setup_context(ctx, inputs, output)` runs after it.
+    setup_context: bool,
 }
 
 impl PyFunctionOp {
@@ -108,7 +115,9 @@ impl PyFunctionOp {
         let args = args.bind(py);
         let ctx = self.ctx.bind(py);
         let mut call: Vec<Py<PyAny>> = Vec::with_capacity(args.len() + 1);
-        call.push(ctx.clone().into_any().unbind());
+        if !self.setup_context {
+            call.push(ctx.clone().into_any().unbind());
+        }
         let mut needs = vec![false; self.names.len()];
         let mut k = 0;
         for (j, a) in args.iter().enumerate() {
@@ -126,7 +135,18 @@ impl PyFunctionOp {
             c.needs = needs;
             c.in_forward = true;
         }
-        let result = self.cls.bind(py).getattr(intern!(py, "forward"))?.call1(PyTuple::new(py, call)?);
+        let cls = self.cls.bind(py);
+        let mut result = cls.getattr(intern!(py, "forward"))?.call1(PyTuple::new(py, call)?);
+        if self.setup_context {
+            // As PyTorch: setup_context sees the inputs as the caller gave them (with their
+            // history) and forward's output as it returned it, still without history.
+            if let Ok(output) = &result {
+                let setup = cls.getattr(intern!(py, "setup_context"))?;
+                if let Err(e) = setup.call1((ctx, args, output)) {
+                    result = Err(e);
+                }
+            }
+        }
         ctx.try_borrow_mut()?.in_forward = false;
         let result = result?;
         let mut outputs = Vec::new();
@@ -358,6 +378,7 @@ fn apply_values(
         once: spec.once,
         raw_output: raw_output.clone(),
         output_is_tensor: Vec::new(),
+        setup_context: spec.setup_context,
     };
     let (outputs, node) = apply_custom_with_node(op, &inputs)?;
     if let Some(node) = &node {

@@ -30,6 +30,10 @@ pub struct PyTensor {
 impl PyTensor {
     /// The Python object of a core tensor: its live wrapper, or a new one.
     pub(crate) fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyTensor>> {
+        // A saved-tensor pack hook that failed inside an operation is raised with its result.
+        if let Some(e) = crate::autograd::saved::take_pack_error() {
+            return Err(e.into());
+        }
         if let Some(obj) = super::identity::live_wrapper(py, &t.0.wrapper) {
             return Ok(obj);
         }

@@ -64,6 +64,8 @@ pub struct AutogradMeta {
     pub retains_grad: bool,
     /// Gradient hooks of a leaf (a non-leaf's hooks live on its `grad_fn`).
     pub(crate) hooks: Vec<(u64, crate::autograd::hooks::GradHook)>,
+    /// Hooks run after a gradient is accumulated into this leaf's `.grad`.
+    pub(crate) post_accumulate_hooks: Vec<(u64, crate::autograd::hooks::PostAccumulateHook)>,
     /// For a differentiable view: the storage version its `grad_fn` (or its lack of one) describes
     /// (NOTE [Stale views]).
     pub(crate) view_version: Option<u64>,
@@ -243,11 +245,17 @@ impl Tensor {
         // As in PyTorch, a view made under no_grad requires grad when its base does: results computed
         // from it require grad too, but it is a leaf without an accumulator of its own (no gradient
         // reaches it or its base) and cannot be written in place with grad mode on.
-        derived_from_base && self.0.base.as_ref().is_some_and(|b| b.requires_grad())
+        // A view of an inference tensor is never tracked (as in PyTorch).
+        derived_from_base && !self.0.storage.is_inference() && self.0.base.as_ref().is_some_and(|b| b.requires_grad())
     }
 
     /// Sets `requires_grad` on a leaf. Only floating-point leaves can require gradients.
     pub fn set_requires_grad(&self, flag: bool) -> Result<()> {
+        if flag && self.0.storage.is_inference() && !crate::autograd::grad_mode::is_inference_mode_enabled() {
+            return Err(Error::autograd(
+                "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.",
+            ));
+        }
         let mut m = self.0.meta.lock();
         // A non-leaf requires grad already: asking for it again is allowed (as in PyTorch), only
         // turning it off is refused.

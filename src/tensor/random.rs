@@ -22,6 +22,20 @@ pub fn manual_seed(seed: u64) {
     *generator().lock() = StdRng::seed_from_u64(seed);
 }
 
+/// A copy of the generator's state (for recomputing random operations identically: checkpointing).
+#[derive(Clone)]
+pub struct RngState(StdRng);
+
+/// The generator's current state.
+pub fn rng_state() -> RngState {
+    RngState(generator().lock().clone())
+}
+
+/// Puts the generator back in a state taken by `rng_state`.
+pub fn set_rng_state(state: &RngState) {
+    *generator().lock() = state.0.clone();
+}
+
 fn float_only(dtype: DType, what: &str) -> Result<()> {
     if dtype.is_float() {
         Ok(())

@@ -71,12 +71,19 @@ pub struct Storage {
     data: RwLock<Buffer>,
     version: AtomicU64,
     last_write: Mutex<Option<WriteRecord>>,
+    /// Made under inference mode: its tensors are inference tensors.
+    inference: bool,
 }
 
 impl Storage {
     /// Wraps a buffer at version 0.
     pub fn new(buffer: Buffer) -> Self {
-        Storage { data: RwLock::new(buffer), version: AtomicU64::new(0), last_write: Mutex::new(None) }
+        Storage {
+            data: RwLock::new(buffer),
+            version: AtomicU64::new(0),
+            last_write: Mutex::new(None),
+            inference: crate::autograd::grad_mode::is_inference_mode_enabled(),
+        }
     }
 
     /// Read access. Recursive, so a kernel may read two views of the same storage at once.
@@ -87,6 +94,11 @@ impl Storage {
     /// Write access; callers must also call `bump_version`.
     pub fn write(&self) -> parking_lot::RwLockWriteGuard<'_, Buffer> {
         self.data.write()
+    }
+
+    /// True when made under inference mode (its tensors are inference tensors).
+    pub fn is_inference(&self) -> bool {
+        self.inference
     }
 
     /// The current version.

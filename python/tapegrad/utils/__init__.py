@@ -1,5 +1,6 @@
-"""Utilities beside the core: ``tg.utils.data`` (datasets and loaders)."""
+"""Utilities beside the core: ``tg.utils.data`` (datasets and loaders) and ``tg.utils.checkpoint``
+(activation checkpointing)."""
 
-from . import data
+from . import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]

@@ -1,0 +1,151 @@
+"""``tapegrad.autograd``: custom functions, ``grad``, ``backward``, anomaly mode, ``gradcheck``,
+``gradgradcheck``, ``to_dot``, and ``graph`` (saved-tensor hooks)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Union, cast
+
+from .. import _tapegrad as _C
+from .._anomaly import detect_anomaly, is_anomaly_enabled
+from .._dot import to_dot
+from .._function import Function, FunctionCtx, once_differentiable
+from .._gradcheck import GradcheckError, gradcheck, gradgradcheck
+from . import graph
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeAlias
+
+    from .._tapegrad import Tensor, _TensorLike
+
+    _Tensors: TypeAlias = Union[Tensor, Sequence[Tensor]]
+    _Inputs: TypeAlias = Union[Tensor, graph.GradientEdge, Sequence[Union[Tensor, graph.GradientEdge]]]
+    _Grads: TypeAlias = Union[_TensorLike, Sequence[Union[_TensorLike, None]]]
+
+__all__ = [
+    "Function", "FunctionCtx", "once_differentiable", "grad", "backward", "detect_anomaly",
+    "is_anomaly_enabled", "gradcheck", "gradgradcheck", "GradcheckError", "to_dot", "graph",
+    "queue_callback", "Variable",
+]
+
+
+def _seq(x):  # a tensor or an iterable of them (or None) as a list
+    if x is None:
+        return None
+    return [x] if isinstance(x, _C.Tensor) else list(x)
+
+
+def backward(
+    tensors: _Tensors,
+    grad_tensors: _Grads | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: Tensor | Iterable[Tensor] | None = None,
+) -> None:
+    """Accumulates the gradients of ``tensors`` into the leaves' ``.grad`` (or into ``inputs``).
+
+    >>> import tapegrad as tg
+    >>> x = tg.tensor([1., 2.], requires_grad=True)
+    >>> tg.autograd.backward([(x * x).sum()])
+    >>> x.grad
+    tensor([2., 4.])
+    """
+    tensors = _seq(tensors)
+    grads = _seq(grad_tensors) if grad_tensors is not None else [None] * len(tensors)
+    if retain_graph is None:
+        retain_graph = create_graph
+    _C._run_backward(tensors, grads, retain_graph, create_graph, _seq(inputs))
+
+
+def grad(
+    outputs: _Tensors,
+    inputs: _Inputs,
+    grad_outputs: _Grads | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool | None = None,
+    materialize_grads: bool = False,
+) -> tuple[Tensor | None, ...]:
+    """Returns the gradients of ``outputs`` with respect to ``inputs`` as a tuple, without touching
+    any ``.grad``. An input may be a ``graph.GradientEdge`` (the gradient flowing there). With ``materialize_grads=True``, an input the outputs do not depend on gets zeros
+    instead of None (and ``allow_unused`` is implied).
+
+    >>> import tapegrad as tg
+    >>> x = tg.tensor([1., 2.], requires_grad=True)
+    >>> tg.autograd.grad((x ** 3).sum(), x)
+    (tensor([ 3., 12.]),)
+    >>> x.grad is None
+    True
+    """
+    if materialize_grads and allow_unused is False:
+        raise ValueError(
+            "Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False."
+        )
+    allow_unused = bool(allow_unused) or materialize_grads
+    outputs = _seq(outputs)
+    inputs = [inputs] if isinstance(inputs, graph.GradientEdge) else _seq(inputs)
+    if not inputs:
+        raise ValueError("grad requires non-empty inputs.")
+    grads = _seq(grad_outputs) if grad_outputs is not None else [None] * len(outputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    if any(isinstance(i, graph.GradientEdge) for i in inputs):
+        edges = [i if isinstance(i, graph.GradientEdge) else graph.get_gradient_edge(i) for i in inputs]
+        result = _C._run_grad_edges(outputs, [tuple(e) for e in edges], grads, retain_graph, create_graph)
+        if not allow_unused and any(g is None for g in result):
+            raise RuntimeError(
+                "One of the differentiated Tensors appears to not have been used in the graph. "
+                "Set allow_unused=True if this is the desired behavior."
+            )
+        if materialize_grads:
+            raise ValueError("materialize_grads=True is not supported with GradientEdge inputs")
+        return tuple(result)
+    # No GradientEdge here: the native call checks that each input is a tensor.
+    result = _C._run_grad(outputs, cast("list[Tensor]", inputs), grads, retain_graph, create_graph, allow_unused)
+    if materialize_grads:
+        # Under create_graph the zeros take part in the next differentiation, as PyTorch's do.
+        result = [_C.zeros(*t.shape, dtype=t.dtype, requires_grad=create_graph) if g is None else g
+                  for g, t in zip(result, inputs)]
+    return tuple(result)
+
+
+def queue_callback(callback: Callable[[], object]) -> None:
+    """Runs ``callback()`` once the backward pass running on this thread has finished (call it
+    from a hook or a custom function's backward); outside a backward pass it raises. PyTorch's
+    spelling is ``Variable._execution_engine.queue_callback(callback)``, which works too.
+
+    >>> import tapegrad as tg
+    >>> done = []
+    >>> x = tg.ones(1, requires_grad=True)
+    >>> _ = x.register_hook(lambda g: tg.autograd.queue_callback(lambda: done.append("end")))
+    >>> (x * 2).sum().backward()
+    >>> done
+    ['end']
+    """
+    _C._queue_callback(callback)
+
+
+class _ExecutionEngine:
+    """PyTorch's ``Variable._execution_engine``: only ``queue_callback``."""
+
+    @staticmethod
+    def queue_callback(callback: Callable[[], object]) -> None:
+        """See ``tg.autograd.queue_callback``.
+
+        >>> import tapegrad as tg
+        >>> tg.autograd.Variable._execution_engine.queue_callback is not None
+        True
+        """
+        _C._queue_callback(callback)
+
+
+class Variable:
+    """Only for PyTorch's spelling ``Variable._execution_engine.queue_callback(cb)``; tensors are
+    ``tg.Tensor``.
+
+    >>> import tapegrad as tg
+    >>> hasattr(tg.autograd.Variable._execution_engine, "queue_callback")
+    True
+    """
+
+    _execution_engine = _ExecutionEngine()
