@@ -2,6 +2,7 @@
 //! formula together (STYLE.md 6).
 
 pub(crate) mod as_strided;
+pub mod compose;
 pub mod elementwise;
 pub(crate) mod fastmath;
 #[cfg(target_arch = "x86_64")]
@@ -13,5 +14,6 @@ pub mod linalg;
 pub mod reduce;
 pub mod shape;
 
+pub use compose::MeshIndexing;
 pub use elementwise::{Binary, Cmp, Logical, ScalarOp, Unary};
 pub use index::IndexItem;
