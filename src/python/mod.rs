@@ -12,7 +12,7 @@ mod identity;
 mod tensor;
 mod tensor_index;
 mod tensor_ops;
-mod tensor_shape;
+mod tensor_compose;
 
 use pyo3::prelude::*;
 
@@ -28,7 +28,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     convert::register(m)?;
     autograd::register(m)?;
     function::register(m)?;
-    tensor_shape::register(m)?;
+    tensor_compose::register(m)?;
     autograd::install_hooks();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);
     Ok(())
