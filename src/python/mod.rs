@@ -14,6 +14,7 @@ mod identity;
 mod optim;
 mod tensor;
 mod tensor_arith;
+mod tensor_compose;
 mod tensor_index;
 mod tensor_inplace;
 mod tensor_math;
@@ -46,6 +47,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tensor_nn::register(m)?;
     optim::register(m)?;
     tensor_protocol::register(m)?;
+    tensor_compose::register(m)?;
     autograd::install_hooks();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);
     Ok(())
