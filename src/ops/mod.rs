@@ -2,6 +2,7 @@
 //! formula together (STYLE.md 6).
 
 pub(crate) mod as_strided;
+pub mod compose;
 pub mod elementwise;
 pub(crate) mod fastmath;
 pub(crate) mod formula;
@@ -19,5 +20,6 @@ pub mod shape;
 pub mod softmax;
 pub mod sort;
 
+pub use compose::MeshIndexing;
 pub use elementwise::{Binary, Cmp, Logical, ScalarOp, Unary};
 pub use index::IndexItem;
