@@ -2,24 +2,24 @@
 //! unique (`ops/scatter.rs`), with their in-place forms. Each converts its arguments and calls
 //! the core; the in-place forms return the tensor itself.
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyTuple};
 
 use super::convert::scalar;
+use super::gateway::{enter, enter_tensor, Cost};
 use super::tensor::{expect_tensor, tensor_list, PyTensor};
+use crate::error::Error;
 use crate::ops::scatter::ScatterReduce;
 use crate::{Result, Scalar, Tensor};
 
-/// Elements above which a kernel runs with the GIL released.
-const DETACH_OVER: usize = 1 << 15;
+/// A refusal raised as `TypeError` (through the core's `Error`).
+fn type_err(msg: impl Into<String>) -> PyErr {
+    Error::Type(msg.into()).into()
+}
 
-fn run<R: Send>(py: Python<'_>, size: usize, f: impl FnOnce() -> Result<R> + Send) -> PyResult<R> {
-    if size > DETACH_OVER {
-        Ok(py.detach(f)?)
-    } else {
-        Ok(f()?)
-    }
+/// A refusal raised as `RuntimeError` (through the core's `Error`).
+fn value_err(msg: impl Into<String>) -> PyErr {
+    Error::value(msg).into()
 }
 
 fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyAny>> {
@@ -42,8 +42,8 @@ enum Written {
 
 fn written(src: Option<&Bound<'_, PyAny>>, value: Option<&Bound<'_, PyAny>>) -> PyResult<Written> {
     let obj = match (src.filter(|s| !s.is_none()), value.filter(|v| !v.is_none())) {
-        (Some(_), Some(_)) => return Err(PyTypeError::new_err("scatter(): pass either src or value, not both")),
-        (None, None) => return Err(PyTypeError::new_err("scatter(): missing the src tensor or the value")),
+        (Some(_), Some(_)) => return Err(type_err("scatter(): pass either src or value, not both")),
+        (None, None) => return Err(type_err("scatter(): missing the src tensor or the value")),
         (Some(o), None) | (None, Some(o)) => o,
     };
     if let Some(s) = scalar(obj) {
@@ -53,9 +53,8 @@ fn written(src: Option<&Bound<'_, PyAny>>, value: Option<&Bound<'_, PyAny>>) -> 
 }
 
 fn reduce_arg(reduce: &str) -> PyResult<ScatterReduce> {
-    ScatterReduce::from_name(reduce).ok_or_else(|| {
-        PyRuntimeError::new_err(format!("reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"))
-    })
+    ScatterReduce::from_name(reduce)
+        .ok_or_else(|| value_err(format!("reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")))
 }
 
 /// scatter's old `reduce=` spellings ('add', 'multiply'), applied with the element's own value.
@@ -64,7 +63,7 @@ fn legacy_reduce(reduce: Option<&str>) -> PyResult<Option<ScatterReduce>> {
         None => Ok(None),
         Some("add") => Ok(Some(ScatterReduce::Sum)),
         Some("multiply") => Ok(Some(ScatterReduce::Prod)),
-        Some(r) => Err(PyRuntimeError::new_err(format!("reduce argument must be either add or multiply, got {r}"))),
+        Some(r) => Err(value_err(format!("reduce argument must be either add or multiply, got {r}"))),
     }
 }
 
@@ -83,7 +82,7 @@ fn scatter_value(t: &Tensor, dim: isize, index: &Tensor, w: Written, reduce: Opt
 /// The tensors of `index_put`'s `indices` (a tuple or list of tensors).
 fn index_tensors(indices: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
     if indices.cast::<PyTensor>().is_ok() {
-        return Err(PyTypeError::new_err("index_put(): indices must be a tuple of tensors, not a tensor"));
+        return Err(type_err("index_put(): indices must be a tuple of tensors, not a tensor"));
     }
     tensor_list(indices, "index_put's indices")
 }
@@ -103,7 +102,7 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let idx = expect_tensor(index, "scatter's index")?;
         let (w, r) = (written(src, value)?, legacy_reduce(reduce)?);
-        wrap(py, run(py, self.inner.numel(), || scatter_value(&self.inner, dim, &idx, w, r))?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || scatter_value(&self.inner, dim, &idx, w, r))
     }
     /// In-place `scatter`.
     #[pyo3(signature = (dim, index, src=None, value=None, *, reduce=None))]
@@ -123,7 +122,9 @@ impl PyTensor {
             Written::Value(_) => vec![],
         };
         let ops: Vec<&Tensor> = operand.iter().collect();
-        t.apply_inplace("scatter_", &ops, |x| scatter_value(x, dim, &idx, w, r))?;
+        enter(slf.py(), Cost::Elements(t.numel()), || {
+            t.apply_inplace("scatter_", &ops, |x| scatter_value(x, dim, &idx, w, r))
+        })?;
         Ok(slf)
     }
     /// In-place `scatter_add`.
@@ -135,7 +136,8 @@ impl PyTensor {
     ) -> PyResult<Bound<'py, Self>> {
         let idx = expect_tensor(index, "scatter_add_'s index")?;
         let s = expect_tensor(src, "scatter_add_'s src")?;
-        slf.get().inner.scatter_add_(dim, &idx, &s)?;
+        let t = slf.get().inner.clone();
+        enter(slf.py(), Cost::Elements(t.numel()), || t.scatter_add_(dim, &idx, &s))?;
         Ok(slf)
     }
     /// `src` at `index` along `dim` combined into `self` by `reduce` ("sum", "prod", "mean",
@@ -153,7 +155,9 @@ impl PyTensor {
         let idx = expect_tensor(index, "scatter_reduce's index")?;
         let s = expect_tensor(src, "scatter_reduce's src")?;
         let r = reduce_arg(reduce)?;
-        wrap(py, run(py, self.inner.numel(), || self.inner.scatter_reduce(dim, &idx, &s, r, include_self))?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || {
+            self.inner.scatter_reduce(dim, &idx, &s, r, include_self)
+        })
     }
     /// In-place `scatter_reduce`.
     #[pyo3(signature = (dim, index, src, reduce, *, include_self=true))]
@@ -168,7 +172,8 @@ impl PyTensor {
         let idx = expect_tensor(index, "scatter_reduce_'s index")?;
         let s = expect_tensor(src, "scatter_reduce_'s src")?;
         let r = reduce_arg(reduce)?;
-        slf.get().inner.scatter_reduce_(dim, &idx, &s, r, include_self)?;
+        let t = slf.get().inner.clone();
+        enter(slf.py(), Cost::Elements(t.numel()), || t.scatter_reduce_(dim, &idx, &s, r, include_self))?;
         Ok(slf)
     }
     /// `self` with the slices at `index` along `dim` set to `value` (a number or a 0-d tensor).
@@ -181,7 +186,7 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let idx = expect_tensor(index, "index_fill's index")?;
         let v = tensor_or_number(value, self.inner.dtype(), "index_fill's value")?;
-        wrap(py, run(py, self.inner.numel(), || self.inner.index_fill(dim, &idx, &v))?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.index_fill(dim, &idx, &v))
     }
     /// In-place `index_fill`.
     fn index_fill_<'py>(
@@ -193,7 +198,7 @@ impl PyTensor {
         let t = slf.get().inner.clone();
         let idx = expect_tensor(index, "index_fill_'s index")?;
         let v = tensor_or_number(value, t.dtype(), "index_fill_'s value")?;
-        t.index_fill_(dim, &idx, &v)?;
+        enter(slf.py(), Cost::Elements(t.numel()), || t.index_fill_(dim, &idx, &v))?;
         Ok(slf)
     }
     /// In-place `index_add`.
@@ -207,7 +212,8 @@ impl PyTensor {
     ) -> PyResult<Bound<'py, Self>> {
         let idx = expect_tensor(index, "index_add_'s index")?;
         let s = expect_tensor(source, "index_add_'s source")?;
-        slf.get().inner.index_add_(dim, &idx, &s, alpha)?;
+        let t = slf.get().inner.clone();
+        enter(slf.py(), Cost::Elements(t.numel()), || t.index_add_(dim, &idx, &s, alpha))?;
         Ok(slf)
     }
     /// `self` with the elements where `mask` is true replaced by `source`'s, in order.
@@ -220,7 +226,7 @@ impl PyTensor {
         let m = expect_tensor(mask, "masked_scatter's mask")?;
         let s = expect_tensor(source, "masked_scatter's source")?;
         let full = m.expand(self.inner.shape())?;
-        wrap(py, run(py, self.inner.numel(), || self.inner.masked_scatter(&full, &s))?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.masked_scatter(&full, &s))
     }
     /// In-place `masked_scatter`.
     fn masked_scatter_<'py>(
@@ -232,7 +238,7 @@ impl PyTensor {
         let m = expect_tensor(mask, "masked_scatter_'s mask")?;
         let s = expect_tensor(source, "masked_scatter_'s source")?;
         let full = m.expand(t.shape())?;
-        t.masked_scatter_(&full, &s)?;
+        enter(slf.py(), Cost::Elements(t.numel()), || t.masked_scatter_(&full, &s))?;
         Ok(slf)
     }
     /// `self[indices] = values` out of place (`accumulate`: added).
@@ -246,7 +252,7 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let idx = index_tensors(indices)?;
         let v = tensor_or_number(values, self.inner.dtype(), "index_put's values")?;
-        wrap(py, run(py, self.inner.numel(), || self.inner.index_put(&idx, &v, accumulate))?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.index_put(&idx, &v, accumulate))
     }
     /// `self[indices] = values` in place (`accumulate`: `+=`, repeated indices adding up).
     #[pyo3(signature = (indices, values, accumulate=false))]
@@ -259,7 +265,7 @@ impl PyTensor {
         let t = slf.get().inner.clone();
         let idx = index_tensors(indices)?;
         let v = tensor_or_number(values, t.dtype(), "index_put_'s values")?;
-        t.index_put_acc_(&idx, &v, accumulate)?;
+        enter(slf.py(), Cost::Elements(t.numel()), || t.index_put_acc_(&idx, &v, accumulate))?;
         Ok(slf)
     }
     /// Writes `fill_value` on the main diagonal, in place (`wrap`: restart below a tall matrix's square part).
@@ -269,27 +275,27 @@ impl PyTensor {
         fill_value: &Bound<'_, PyAny>,
         wrap: bool,
     ) -> PyResult<Bound<'py, Self>> {
-        let v =
-            scalar(fill_value).ok_or_else(|| PyTypeError::new_err("fill_diagonal_(): fill_value must be a number"))?;
-        slf.get().inner.fill_diagonal_(v, wrap)?;
+        let v = scalar(fill_value).ok_or_else(|| type_err("fill_diagonal_(): fill_value must be a number"))?;
+        let t = slf.get().inner.clone();
+        enter(slf.py(), Cost::Elements(t.numel()), || t.fill_diagonal_(v, wrap))?;
         Ok(slf)
     }
     /// The elements at `index` of the flattened tensor, shaped like `index`.
     fn take(&self, py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let idx = expect_tensor(index, "take's index")?;
-        wrap(py, run(py, idx.numel(), || self.inner.take(&idx))?)
+        enter_tensor(py, Cost::Elements(idx.numel()), || self.inner.take(&idx))
     }
     /// `gather` along `dim` after broadcasting (no `dim`: over the flattened tensor).
     #[pyo3(signature = (indices, dim=None))]
     fn take_along_dim(&self, py: Python<'_>, indices: &Bound<'_, PyAny>, dim: Option<isize>) -> PyResult<Py<PyAny>> {
         let idx = expect_tensor(indices, "take_along_dim's indices")?;
-        wrap(py, run(py, idx.numel(), || self.inner.take_along_dim(&idx, dim))?)
+        enter_tensor(py, Cost::Elements(idx.numel()), || self.inner.take_along_dim(&idx, dim))
     }
     /// The coordinates of the non-zero elements: a `[k, ndim]` int64 tensor, or (`as_tuple`) one
     /// 1-d tensor per dimension.
     #[pyo3(signature = (*, as_tuple=false))]
     fn nonzero(&self, py: Python<'_>, as_tuple: bool) -> PyResult<Py<PyAny>> {
-        let nz = run(py, self.inner.numel(), || self.inner.nonzero())?;
+        let nz = enter(py, Cost::Elements(self.inner.numel()), || self.inner.nonzero())?;
         if !as_tuple {
             return wrap(py, nz);
         }
@@ -316,9 +322,9 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let _ = sorted;
         if dim.is_some() {
-            return Err(PyRuntimeError::new_err("unique(): dim is not supported yet; pass dim=None"));
+            return Err(value_err("unique(): dim is not supported yet; pass dim=None"));
         }
-        let (values, inverse, counts) = run(py, self.inner.numel(), || self.inner.unique())?;
+        let (values, inverse, counts) = enter(py, Cost::Elements(self.inner.numel()), || self.inner.unique())?;
         if !return_inverse && !return_counts {
             return wrap(py, values);
         }
@@ -337,14 +343,12 @@ impl PyTensor {
 fn side_arg(right: bool, side: Option<&str>) -> PyResult<bool> {
     match side {
         None => Ok(right),
-        Some("left") if right => Err(PyRuntimeError::new_err(
+        Some("left") if right => Err(value_err(
             "torch.searchsorted(): side and right can't be set to opposites, got side of left while right was True",
         )),
         Some("left") => Ok(false),
         Some("right") => Ok(true),
-        Some(s) => Err(PyRuntimeError::new_err(format!(
-            "torch.searchsorted(): side can only be 'left' or 'right' but got {s}"
-        ))),
+        Some(s) => Err(value_err(format!("torch.searchsorted(): side can only be 'left' or 'right' but got {s}"))),
     }
 }
 
@@ -360,11 +364,11 @@ fn searchsorted(
 ) -> PyResult<Py<PyAny>> {
     let seq = expect_tensor(sorted_sequence, "searchsorted's sorted_sequence")?;
     if input.is_instance_of::<PyBool>() {
-        return Err(PyTypeError::new_err("searchsorted(): input must be a tensor or a number, not bool"));
+        return Err(type_err("searchsorted(): input must be a tensor or a number, not bool"));
     }
     let v = tensor_or_number(input, seq.dtype(), "searchsorted's input")?;
     let right = side_arg(right, side)?;
-    wrap(py, run(py, v.numel(), || seq.searchsorted(&v, right))?)
+    enter_tensor(py, Cost::Elements(v.numel()), || seq.searchsorted(&v, right))
 }
 
 /// `bucketize(input, boundaries, *, right=False)`: the bucket of each element among 1-d sorted
@@ -379,13 +383,10 @@ fn bucketize(
 ) -> PyResult<Py<PyAny>> {
     let b = expect_tensor(boundaries, "bucketize's boundaries")?;
     if b.ndim() != 1 {
-        return Err(PyRuntimeError::new_err(format!(
-            "boundaries tensor must be 1 dimension, but got dim({})",
-            b.ndim()
-        )));
+        return Err(value_err(format!("boundaries tensor must be 1 dimension, but got dim({})", b.ndim())));
     }
     let v = tensor_or_number(input, b.dtype(), "bucketize's input")?;
-    wrap(py, run(py, v.numel(), || b.searchsorted(&v, right))?)
+    enter_tensor(py, Cost::Elements(v.numel()), || b.searchsorted(&v, right))
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

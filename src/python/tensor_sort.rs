@@ -2,24 +2,24 @@
 //! mode, cumsum, cumprod, cummax, cummin, flip and roll. Each converts its arguments and calls the
 //! core; pairs come back as the named tuples of `tapegrad._types`.
 
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyTuple};
 
 use super::convert::{parse_dtype, shape_args};
+use super::gateway::{enter, enter_tensor, Cost};
 use super::tensor::PyTensor;
+use crate::error::Error;
 use crate::ops::reduce_more::NormOrd;
-use crate::{Result, Tensor};
+use crate::Tensor;
 
-/// Elements above which a kernel runs with the GIL released.
-const DETACH_OVER: usize = 1 << 15;
+/// A refusal raised as `TypeError` (through the core's `Error`).
+fn type_err(msg: impl Into<String>) -> PyErr {
+    Error::Type(msg.into()).into()
+}
 
-fn run<R: Send>(py: Python<'_>, size: usize, f: impl FnOnce() -> Result<R> + Send) -> PyResult<R> {
-    if size > DETACH_OVER {
-        Ok(py.detach(f)?)
-    } else {
-        Ok(f()?)
-    }
+/// A refusal raised as `RuntimeError` (through the core's `Error`).
+fn value_err(msg: impl Into<String>) -> PyErr {
+    Error::value(msg).into()
 }
 
 fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyAny>> {
@@ -35,7 +35,7 @@ fn named(py: Python<'_>, name: &str, pair: (Tensor, Tensor)) -> PyResult<Py<PyAn
 /// An int argument (not a bool).
 fn int_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
     if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
-        return Err(PyTypeError::new_err(format!("{what} must be an int, got {}", obj.get_type().name()?)));
+        return Err(type_err(format!("{what} must be an int, got {}", obj.get_type().name()?)));
     }
     obj.extract()
 }
@@ -46,7 +46,7 @@ fn ints_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<i64>> {
         return Ok(vec![int_arg(obj, what)?]);
     }
     let items = obj.try_iter().map_err(|_| {
-        PyTypeError::new_err(format!(
+        type_err(format!(
             "{what} must be an int or a tuple of ints, got {}",
             obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
         ))
@@ -68,19 +68,19 @@ fn norm_ord(p: Option<&Bound<'_, PyAny>>) -> PyResult<NormOrd> {
     if let Ok(s) = p.extract::<String>() {
         return match s.as_str() {
             "fro" => Ok(NormOrd::P(2.0)),
-            _ => Err(pyo3::exceptions::PyRuntimeError::new_err(format!("norm(): p='{s}' is not supported here"))),
+            _ => Err(value_err(format!("norm(): p='{s}' is not supported here"))),
         };
     }
     if p.is_instance_of::<PyBool>() {
-        return Err(PyTypeError::new_err("norm(): p must be a number or 'fro', not bool"));
+        return Err(type_err("norm(): p must be a number or 'fro', not bool"));
     }
-    let v: f64 = p.extract().map_err(|_| PyTypeError::new_err("norm(): p must be a number or 'fro'"))?;
+    let v: f64 = p.extract().map_err(|_| type_err("norm(): p must be a number or 'fro'"))?;
     Ok(if v == f64::INFINITY {
         NormOrd::Inf
     } else if v == f64::NEG_INFINITY {
         NormOrd::NegInf
     } else if v.is_nan() {
-        return Err(pyo3::exceptions::PyRuntimeError::new_err("norm(): p must not be NaN"));
+        return Err(value_err("norm(): p must not be NaN"));
     } else {
         NormOrd::P(v)
     })
@@ -101,14 +101,14 @@ impl PyTensor {
     #[pyo3(signature = (dim=-1, descending=false, *, stable=false), text_signature = "($self, dim=-1, descending=False, *, stable=False)")]
     fn sort(&self, py: Python<'_>, dim: isize, descending: bool, stable: bool) -> PyResult<Py<PyAny>> {
         let _ = stable;
-        let pair = run(py, self.inner.numel(), || self.inner.sort(dim, descending))?;
+        let pair = enter(py, Cost::Elements(self.inner.numel()), || self.inner.sort(dim, descending))?;
         named(py, "sort", pair)
     }
     /// The indices that sort the tensor along `dim` (stable).
     #[pyo3(signature = (dim=-1, descending=false, *, stable=false), text_signature = "($self, dim=-1, descending=False, *, stable=False)")]
     fn argsort(&self, py: Python<'_>, dim: isize, descending: bool, stable: bool) -> PyResult<Py<PyAny>> {
         let _ = stable;
-        wrap(py, run(py, self.inner.numel(), || self.inner.argsort(dim, descending))?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.argsort(dim, descending))
     }
     /// The `k` largest (`largest=False`: smallest) values along `dim` and their indices, sorted.
     #[pyo3(signature = (k, dim=-1, largest=true, sorted=true), text_signature = "($self, k, dim=-1, largest=True, sorted=True)")]
@@ -122,23 +122,23 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let _ = sorted;
         let k = int_arg(k, "topk(): k")?;
-        let pair = run(py, self.inner.numel(), || self.inner.topk(k, dim, largest))?;
+        let pair = enter(py, Cost::Elements(self.inner.numel()), || self.inner.topk(k, dim, largest))?;
         named(py, "topk", pair)
     }
     /// The `k`-th smallest value along `dim` (k counts from 1) and its index.
     #[pyo3(signature = (k, dim=-1, keepdim=false), text_signature = "($self, k, dim=-1, keepdim=False)")]
     fn kthvalue(&self, py: Python<'_>, k: &Bound<'_, PyAny>, dim: isize, keepdim: bool) -> PyResult<Py<PyAny>> {
         let k = int_arg(k, "kthvalue(): k")?;
-        let pair = run(py, self.inner.numel(), || self.inner.kthvalue(k, dim, keepdim))?;
+        let pair = enter(py, Cost::Elements(self.inner.numel()), || self.inner.kthvalue(k, dim, keepdim))?;
         named(py, "kthvalue", pair)
     }
     /// The lower median: of all elements, or `(values, indices)` along `dim`. NaN propagates.
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn median(&self, py: Python<'_>, dim: Option<isize>, keepdim: bool) -> PyResult<Py<PyAny>> {
         match dim {
-            None => wrap(py, run(py, self.inner.numel(), || self.inner.median_all())?),
+            None => wrap(py, enter(py, Cost::Elements(self.inner.numel()), || self.inner.median_all())?),
             Some(d) => {
-                let pair = run(py, self.inner.numel(), || self.inner.median_dim(d, keepdim))?;
+                let pair = enter(py, Cost::Elements(self.inner.numel()), || self.inner.median_dim(d, keepdim))?;
                 named(py, "median", pair)
             }
         }
@@ -147,36 +147,36 @@ impl PyTensor {
     /// of its last occurrence.
     #[pyo3(signature = (dim=-1, keepdim=false), text_signature = "($self, dim=-1, keepdim=False)")]
     fn mode(&self, py: Python<'_>, dim: isize, keepdim: bool) -> PyResult<Py<PyAny>> {
-        let pair = run(py, self.inner.numel(), || self.inner.mode(dim, keepdim))?;
+        let pair = enter(py, Cost::Elements(self.inner.numel()), || self.inner.mode(dim, keepdim))?;
         named(py, "mode", pair)
     }
     /// Cumulative sum along `dim` (int64 for integer and bool inputs unless `dtype` is given).
     #[pyo3(signature = (dim, *, dtype=None))]
     fn cumsum(&self, py: Python<'_>, dim: isize, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let x = with_dtype(&self.inner, dtype)?;
-        wrap(py, run(py, x.numel(), || x.cumsum(dim))?)
+        enter_tensor(py, Cost::Elements(x.numel()), || x.cumsum(dim))
     }
     /// Cumulative product along `dim` (int64 for integer and bool inputs unless `dtype` is given).
     #[pyo3(signature = (dim, *, dtype=None))]
     fn cumprod(&self, py: Python<'_>, dim: isize, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let x = with_dtype(&self.inner, dtype)?;
-        wrap(py, run(py, x.numel(), || x.cumprod(dim))?)
+        enter_tensor(py, Cost::Elements(x.numel()), || x.cumprod(dim))
     }
     /// Running maximum along `dim` and where each was reached: `(values, indices)`.
     fn cummax(&self, py: Python<'_>, dim: isize) -> PyResult<Py<PyAny>> {
-        let pair = run(py, self.inner.numel(), || self.inner.cum_extreme(dim, true))?;
+        let pair = enter(py, Cost::Elements(self.inner.numel()), || self.inner.cum_extreme(dim, true))?;
         named(py, "cummax", pair)
     }
     /// Running minimum along `dim` and where each was reached: `(values, indices)`.
     fn cummin(&self, py: Python<'_>, dim: isize) -> PyResult<Py<PyAny>> {
-        let pair = run(py, self.inner.numel(), || self.inner.cum_extreme(dim, false))?;
+        let pair = enter(py, Cost::Elements(self.inner.numel()), || self.inner.cum_extreme(dim, false))?;
         named(py, "cummin", pair)
     }
     /// A copy with the order of elements reversed along `dims` (`t.flip(0, 1)` or `t.flip([0, 1])`).
     #[pyo3(signature = (*dims))]
     fn flip(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
         let dims = shape_args(dims)?;
-        wrap(py, run(py, self.inner.numel(), || self.inner.flip(&dims))?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.flip(&dims))
     }
     /// Elements shifted by `shifts` along `dims`, wrapping around (no dims: the flattened tensor).
     #[pyo3(signature = (shifts, dims=None))]
@@ -186,25 +186,25 @@ impl PyTensor {
             Some(d) => ints_arg(d, "roll(): dims")?.into_iter().map(|d| d as isize).collect(),
             None => vec![],
         };
-        wrap(py, run(py, self.inner.numel(), || self.inner.roll(&shifts, &dims))?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.roll(&shifts, &dims))
     }
     /// Whether all elements (over `dim`, when given) are non-zero.
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn all(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyAny>> {
         let dims = dims_arg(dim)?;
-        wrap(py, run(py, self.inner.numel(), || self.inner.all(dims.as_deref(), keepdim))?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.all(dims.as_deref(), keepdim))
     }
     /// Whether any element (over `dim`, when given) is non-zero.
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn any(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyAny>> {
         let dims = dims_arg(dim)?;
-        wrap(py, run(py, self.inner.numel(), || self.inner.any(dims.as_deref(), keepdim))?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.any(dims.as_deref(), keepdim))
     }
     /// The number of non-zero elements (over `dim`, when given), as int64.
     #[pyo3(signature = (dim=None))]
     fn count_nonzero(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let dims = dims_arg(dim)?;
-        wrap(py, run(py, self.inner.numel(), || self.inner.count_nonzero(dims.as_deref()))?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.count_nonzero(dims.as_deref()))
     }
     /// The vector norm of order `p` (2, 1, inf, -inf, any number, or 'fro') over `dim`.
     #[pyo3(signature = (p=None, dim=None, keepdim=false, dtype=None))]
@@ -219,13 +219,13 @@ impl PyTensor {
         let ord = norm_ord(p)?;
         let dims = dims_arg(dim)?;
         let x = with_dtype(&self.inner, dtype)?;
-        wrap(py, run(py, x.numel(), || x.norm(ord, dims.as_deref(), keepdim))?)
+        enter_tensor(py, Cost::Elements(x.numel()), || x.norm(ord, dims.as_deref(), keepdim))
     }
     /// The smallest and largest elements (over `dim`, when given): `(min, max)`.
     #[pyo3(signature = (*, dim=None, keepdim=false))]
     fn aminmax(&self, py: Python<'_>, dim: Option<isize>, keepdim: bool) -> PyResult<Py<PyAny>> {
         let dims = dim.map(|d| vec![d]);
-        let pair = run(py, self.inner.numel(), || {
+        let pair = enter(py, Cost::Elements(self.inner.numel()), || {
             Ok((self.inner.amin(dims.as_deref(), keepdim)?, self.inner.amax(dims.as_deref(), keepdim)?))
         })?;
         named(py, "aminmax", pair)
@@ -241,7 +241,7 @@ impl PyTensor {
         equal_nan: bool,
     ) -> PyResult<Py<PyAny>> {
         let o = other.inner.clone();
-        wrap(py, run(py, self.inner.numel(), || self.inner.isclose(&o, rtol, atol, equal_nan))?)
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.isclose(&o, rtol, atol, equal_nan))
     }
     /// True when every element is close to the other tensor's (see `isclose`).
     #[pyo3(signature = (other, rtol=1e-05, atol=1e-08, equal_nan=false))]
@@ -254,11 +254,13 @@ impl PyTensor {
         equal_nan: bool,
     ) -> PyResult<bool> {
         let o = other.inner.clone();
-        let all = run(py, self.inner.numel(), || self.inner.isclose(&o, rtol, atol, equal_nan)?.all(None, false))?;
-        Ok(all.item().map_err(PyErr::from)? != 0.0)
+        enter(py, Cost::Elements(self.inner.numel()), || {
+            Ok(self.inner.isclose(&o, rtol, atol, equal_nan)?.all(None, false)?.item()? != 0.0)
+        })
     }
     /// True when both tensors have the same shape and equal elements.
-    fn equal(&self, other: PyRef<'_, PyTensor>) -> PyResult<bool> {
-        Ok(self.inner.equal(&other.inner)?)
+    fn equal(&self, py: Python<'_>, other: PyRef<'_, PyTensor>) -> PyResult<bool> {
+        let o = other.inner.clone();
+        enter(py, Cost::Elements(self.inner.numel()), || self.inner.equal(&o))
     }
 }
