@@ -111,6 +111,11 @@ def test_scatter_reduce_ties_share_and_prod_zero():
     s = leaf([2.0, 1.0])
     x.scatter_reduce(0, tg.tensor([0, 0]), s, "amax").sum().backward()
     assert x.grad.tolist() == [0.5, 1.0] and s.grad.tolist() == [0.5, 0.0]
+    # Without include_self, an equal self value still counts among the ties (PyTorch: s.grad [0.5, 0]).
+    x = leaf([2.0, 0.0])
+    s = leaf([2.0, 1.0])
+    x.scatter_reduce(0, tg.tensor([0, 0]), s, "amax", include_self=False).sum().backward()
+    assert x.grad.tolist() == [0.0, 1.0] and s.grad.tolist() == [0.5, 0.0]
     # prod with a zero: the gradient of the others' product, exact.
     x = leaf([3.0])
     s = leaf([0.0, 2.0])

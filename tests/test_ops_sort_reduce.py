@@ -286,6 +286,11 @@ def test_norm_two_gradient_at_zero_is_zero():
     x = tg.tensor([[0.0, 0.0], [3.0, 4.0]], dtype=tg.float64, requires_grad=True)
     x.norm(dim=1, keepdim=True).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [[0.0, 0.0], [0.6, 0.8]], rtol=1e-15)
+    # Any p: zero at a zero slice too (PyTorch: [[0, 0], [0.4449, 0.7908]] for p = 3).
+    x = leaf([[0.0, 0.0], [3.0, 4.0]])
+    x.norm(3, dim=1).sum().backward()
+    want = np.array([[0.0, 0.0], [9.0, 16.0]]) / np.cbrt(91.0) ** 2
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-12)
     with pytest.raises(RuntimeError):
         tg.tensor([1, 2]).norm()
 

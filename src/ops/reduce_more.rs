@@ -21,13 +21,15 @@ pub enum NormOrd {
     NegInf,
 }
 
-/// Backward of the 2-norm: `g * x / norm`, zero where the norm is zero.
-struct Norm2Backward {
+/// Backward of the p-norm (p not 0, 1 or inf): `g * x / norm` for p = 2, else
+/// `g * sign(x) |x|^(p-1) / norm^(p-1)`; zero where the norm or the element is zero, as in PyTorch.
+struct NormPBackward {
+    p: f64,
     dims: Option<Vec<isize>>,
     keepdim: bool,
 }
 
-impl SingleOutput for Norm2Backward {
+impl SingleOutput for NormPBackward {
     fn input_grads(&self, node: &Node, mut g: Tensor, _need: Need<'_>) -> Result<Vec<Option<Tensor>>> {
         let saved = node.unpack_saved()?;
         let (x, mut out) = (saved[0].clone(), saved[1].clone());
@@ -44,8 +46,17 @@ impl SingleOutput for Norm2Backward {
         }
         let zero = out.detach().eq_scalar(0.0)?;
         let safe = Tensor::where_(&zero, &Tensor::ones(&[], out.dtype())?, &out)?;
-        let scaled = Tensor::where_(&zero, &Tensor::zeros(&[], g.dtype())?, &g.div(&safe)?)?;
-        Ok(vec![Some(x.mul(&scaled)?)])
+        let nothing = Tensor::zeros(&[], g.dtype())?;
+        if self.p == 2.0 {
+            let scaled = Tensor::where_(&zero, &nothing, &g.div(&safe)?)?;
+            return Ok(vec![Some(x.mul(&scaled)?)]);
+        }
+        let scaled = Tensor::where_(&zero, &nothing, &g.div(&safe.pow_scalar(self.p - 1.0)?)?)?;
+        let x_zero = x.detach().eq_scalar(0.0)?;
+        let safe_x = Tensor::where_(&x_zero, &Tensor::ones(&[], x.dtype())?, &x)?;
+        let dx = safe_x.sign()?.mul(&safe_x.abs()?.pow_scalar(self.p - 1.0)?)?;
+        let dx = Tensor::where_(&x_zero, &nothing, &dx)?;
+        Ok(vec![Some(dx.mul(&scaled)?)])
     }
 }
 
@@ -89,20 +100,23 @@ impl Tensor {
             NormOrd::NegInf => a.amin(dims, keepdim),
             NormOrd::P(0.0) => a.compare_scalar(0, Cmp::Ne)?.to_dtype(self.dtype())?.sum(dims, keepdim),
             NormOrd::P(1.0) => a.sum(dims, keepdim),
-            NormOrd::P(2.0) => {
+            NormOrd::P(p) => {
                 let out = {
                     let _off = crate::autograd::GradModeGuard::no_grad();
-                    self.detach().square()?.sum(dims, keepdim)?.sqrt()?
+                    if p == 2.0 {
+                        self.detach().square()?.sum(dims, keepdim)?.sqrt()?
+                    } else {
+                        a.detach().pow_scalar(p)?.sum(dims, keepdim)?.pow_scalar(1.0 / p)?
+                    }
                 };
                 record("NormBackward", &[self], &[&out], || {
                     (
-                        Norm2Backward { dims: dims.map(<[isize]>::to_vec), keepdim },
+                        NormPBackward { p, dims: dims.map(<[isize]>::to_vec), keepdim },
                         vec![Save::Input(self.clone()), Save::Output(0)],
                     )
                 });
                 Ok(out)
             }
-            NormOrd::P(p) => a.pow_scalar(p)?.sum(dims, keepdim)?.pow_scalar(1.0 / p),
         }
     }
 

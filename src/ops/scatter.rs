@@ -306,7 +306,10 @@ impl Tensor {
                             let v = val(i, m);
                             v == best || (nan(v) && nan(best))
                         }).collect();
-                        let share = 1.0 / ties.len() as f64;
+                        // Without include_self, PyTorch still counts an equal self value among
+                        // the ties (it gets no gradient share itself).
+                        let self_ties = !keep[i] && (x[i] == best || (nan(x[i]) && nan(best)));
+                        let share = 1.0 / (ties.len() + usize::from(self_ties)) as f64;
                         for m in ties {
                             match m {
                                 None => w_self[i] = share,
