@@ -304,6 +304,20 @@ BINARY.update({
     "addcmul": lambda L, a, b: a.addcmul(b, b, value=0.5),
     "addcdiv": lambda L, a, b: a.addcdiv(b, b.exp(), value=-2),
 })
+# Issue 15's sorting, selection, scans and reductions (tests/test_ops_sort_reduce.py has their own
+# tests). Their values go through gather, so ties are broken the same way in both libraries only where
+# PyTorch's choice is specified; the programs use operations whose results do not depend on it.
+UNARY.update({
+    "sort_values": lambda L, x: x.sort(dim=-1, descending=True).values,
+    "cumsum": lambda L, x: x.cumsum(-1),
+    "cumprod": lambda L, x: x.clamp(-2, 2).cumprod(0),
+    "cummax_values": lambda L, x: x.cummax(-1).values,
+    "flip": lambda L, x: x.flip(-1) * x,
+    "roll": lambda L, x: x.roll(1) - x,
+    "norm2": lambda L, x: x.norm(dim=-1, keepdim=True) * x,
+    "norm_inf": lambda L, x: x.norm(float("inf")) + x,
+    "logical_all": lambda L, x: L.where((x > -0.5).all(), x, -x),
+})
 # lerp, addcmul and addcdiv are compositions in tapegrad: what they save differs from PyTorch's.
 KNOWN_DIFFERENCES["composites"] = "lerp, addcmul, addcdiv save the intermediate values of their parts"
 COMPOSITES = ("lerp", "lerp_t", "addcmul", "addcdiv")
