@@ -56,3 +56,30 @@ def test_saved_tensor_hooks_extra_enter_during_bw_no_leak():
         assert ref() is None
     finally:
         gc.enable()
+
+
+# covers: test_autograd.py::TestAutograd::test_saved_tensors_hook_version_counter_not_shared
+def test_saved_tensors_hook_version_counter_not_shared():
+    a = tg.tensor(1.0, requires_grad=True)
+    replacement = a.clone()
+    seen = []
+
+    class Sin(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin()
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            before = a._version
+            x.add_(1)  # the unpacked tensor is the pack hook's replacement, not a
+            seen.append((a._version - before, x.item()))
+            return g
+
+    with saved_tensors_hooks(lambda x: replacement, lambda x: x):
+        b = Sin.apply(a)
+    b.backward()
+    assert seen == [(0, 2.0)]
+    assert a.item() == 1.0 and a.grad.item() == 1.0
