@@ -520,17 +520,26 @@ impl Tensor {
         Ok((values, idx))
     }
 
-    /// Index of the largest value: over the flattened tensor, or along `dim`.
+    /// Index of the largest value: over the flattened tensor, or along `dim`. A bool tensor is
+    /// refused, as in PyTorch.
     pub fn argmax(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return Err(Error::dtype("argmax(): does not support bool input"));
+        }
         self.arg_extreme(dim, keepdim, true)
     }
 
     /// Index of the smallest value (first occurrence; NaN counts as smallest): over the flattened
-    /// tensor, or along `dim`.
+    /// tensor, or along `dim`. A bool tensor is refused, as in PyTorch.
     pub fn argmin(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return Err(Error::dtype("argmin(): does not support bool input"));
+        }
         self.arg_extreme(dim, keepdim, false)
     }
 
+    /// `argmax`/`argmin` for every dtype: `max(dim)` and `min(dim)` give a bool tensor's indices
+    /// too, as PyTorch does.
     fn arg_extreme(&self, dim: Option<isize>, keepdim: bool, largest: bool) -> Result<Tensor> {
         let name = if largest { "argmax" } else { "argmin" };
         let Some(dim) = dim else {
