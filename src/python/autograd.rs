@@ -488,11 +488,12 @@ fn _run_from_edges(
     };
     let roots = to_edges(&roots);
     if grad_outputs.len() != roots.len() {
-        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+        return Err(Error::autograd(format!(
             "grad_tensors should have the same length as tensors: got {} gradients for {} tensors",
             grad_outputs.len(),
             roots.len()
-        )));
+        ))
+        .into());
     }
     let grads: Vec<Option<Tensor>> = grad_outputs
         .iter()
@@ -507,8 +508,9 @@ fn _run_from_edges(
         .collect::<PyResult<_>>()?;
     let capture: Vec<Option<crate::autograd::Edge>> =
         capture.as_deref().map(|c| to_edges(c).into_iter().map(Some).collect()).unwrap_or_default();
-    let result =
-        py.detach(|| engine::run_from_edges(&roots, &grads, retain_graph, create_graph, &capture))?;
+    let result = super::gateway::enter(py, super::gateway::Cost::Heavy, || {
+        engine::run_from_edges(&roots, &grads, retain_graph, create_graph, &capture)
+    })?;
     result.into_iter().map(|g| g.map(|g| PyTensor::wrap(py, g)).transpose()).collect()
 }
 
