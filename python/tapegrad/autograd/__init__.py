@@ -70,7 +70,7 @@ def backward(
     if ins is not None and not ins:
         raise RuntimeError("'inputs' argument to backward() cannot be empty.")
     if not from_edges and (ins is None or not any(isinstance(i, graph.GradientEdge) for i in ins)):
-        _C._run_backward(tensors, grads, retain_graph, create_graph, ins)
+        _C._run_backward(cast("list[Tensor]", tensors), grads, retain_graph, create_graph, ins)
         return
     if ins is None:
         # An edge among the outputs: every leaf reached accumulates, as from tensors.
@@ -82,7 +82,7 @@ def backward(
     if from_edges:
         result = _C._run_from_edges([_edge(t) for t in tensors], grads, retain_graph, create_graph, edges)
     else:
-        result = _C._run_grad_edges(tensors, edges, grads, retain_graph, create_graph)
+        result = _C._run_grad_edges(cast("list[Tensor]", tensors), edges, grads, retain_graph, create_graph)
     done: list[Tensor] = []
     for i, g in zip(ins, result):
         if g is None or isinstance(i, graph.GradientEdge) or any(i is d for d in done):
@@ -132,7 +132,7 @@ def grad(
         if from_edges:
             result = _C._run_from_edges([_edge(o) for o in outputs], grads, retain_graph, create_graph, edges)
         else:
-            result = _C._run_grad_edges(outputs, edges, grads, retain_graph, create_graph)
+            result = _C._run_grad_edges(cast("list[Tensor]", outputs), edges, grads, retain_graph, create_graph)
         if not allow_unused and any(g is None for g in result):
             raise RuntimeError(
                 "One of the differentiated Tensors appears to not have been used in the graph. "
@@ -146,7 +146,7 @@ def grad(
                       for g, i in zip(result, inputs)]
         return tuple(result)
     # No GradientEdge here: the native call checks that each input is a tensor.
-    result = _C._run_grad(outputs, cast("list[Tensor]", inputs), grads, retain_graph, create_graph, allow_unused)
+    result = _C._run_grad(cast("list[Tensor]", outputs), cast("list[Tensor]", inputs), grads, retain_graph, create_graph, allow_unused)
     if materialize_grads:
         # Under create_graph the zeros take part in the next differentiation, as PyTorch's do.
         result = [_C.zeros(*t.shape, dtype=t.dtype, requires_grad=create_graph) if g is None else g

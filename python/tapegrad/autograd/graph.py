@@ -231,7 +231,10 @@ class allow_mutation_on_saved_tensors(saved_tensors_hooks):
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc: BaseException | None = None,
+        tb: TracebackType | None = None,
     ) -> None:
         _state.mutation_ctx = False
         self._active = False
