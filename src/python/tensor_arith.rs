@@ -8,7 +8,8 @@ use super::convert::{operand, tensor_arg, Operand};
 use super::gateway::{enter_tensor, Cost};
 use super::tensor::PyTensor;
 use crate::error::Error;
-use crate::ops::{Binary, Cmp, Logical, ScalarOp};
+use crate::ops::elementwise::Bitwise;
+use crate::ops::{Binary, Cmp, ScalarOp};
 use crate::Tensor;
 
 /// `self (op) other` for a tensor or scalar `other`; `NotImplemented` for anything else.
@@ -151,18 +152,18 @@ impl PyTensor {
     }
     fn __and__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let o = tensor_arg(o, None)?;
-        enter_tensor(py, Cost::Elements(self.inner.numel().max(o.numel())), || self.inner.logical(&o, Logical::And))
+        enter_tensor(py, Cost::Elements(self.inner.numel().max(o.numel())), || self.inner.bitwise(&o, Bitwise::And))
     }
     fn __or__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let o = tensor_arg(o, None)?;
-        enter_tensor(py, Cost::Elements(self.inner.numel().max(o.numel())), || self.inner.logical(&o, Logical::Or))
+        enter_tensor(py, Cost::Elements(self.inner.numel().max(o.numel())), || self.inner.bitwise(&o, Bitwise::Or))
     }
     fn __xor__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let o = tensor_arg(o, None)?;
-        enter_tensor(py, Cost::Elements(self.inner.numel().max(o.numel())), || self.inner.logical(&o, Logical::Xor))
+        enter_tensor(py, Cost::Elements(self.inner.numel().max(o.numel())), || self.inner.bitwise(&o, Bitwise::Xor))
     }
     fn __invert__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.logical_not())
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.bitwise_not())
     }
     fn add(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         arith_method(self, py, other, Binary::Add, ScalarOp::Add)
