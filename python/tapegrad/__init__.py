@@ -5,7 +5,7 @@ The contract is ``docs/api.md`` in the repository; the native module is ``tapegr
 
 import builtins
 
-from . import _anomaly, _function, autograd, cuda, nn, optim, utils
+from . import _anomaly, _function, autograd, cuda, linalg, nn, optim, utils
 from . import _tapegrad as _C
 from ._anomaly import detect_anomaly
 from ._errors import SavedTensorModifiedError
@@ -83,6 +83,7 @@ from ._grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from ._products import addmm, addmv, baddbmm, cdist, cross, dot, einsum, inner, kron, mv, outer, tensordot, vdot
 from ._serialization import load, save
 from ._tapegrad import (
     Tensor,
@@ -301,4 +302,7 @@ __all__ = [
     "gather", "scatter_add", "index_select", "index_add", "prod", "nn",
     # optimizers, data loading, saving (issue 16)
     "optim", "utils", "save", "load", "Generator",
+    # linear algebra (issue 15): tg.linalg and the products
+    "linalg", "dot", "vdot", "inner", "outer", "mv", "addmm", "addmv", "baddbmm", "tensordot", "kron",
+    "cross", "cdist", "einsum",
 ]

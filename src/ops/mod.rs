@@ -2,6 +2,7 @@
 //! formula together (STYLE.md 6).
 
 pub(crate) mod as_strided;
+pub mod decomp;
 pub mod elementwise;
 pub(crate) mod fastmath;
 pub(crate) mod formula;

@@ -24,6 +24,7 @@ impl From<Error> for PyErr {
                 let message = info.to_string();
                 Python::attach(|py| saved_tensor_error(py, &message, &info).unwrap_or_else(|e| e))
             }
+            Error::LinAlg(m) => Python::attach(|py| linalg_error(py, &m).unwrap_or_else(|e| e)),
             Error::Shape(m)
             | Error::Dtype(m)
             | Error::Value(m)
@@ -32,6 +33,12 @@ impl From<Error> for PyErr {
             | Error::CustomFunction(m) => PyRuntimeError::new_err(m),
         }
     }
+}
+
+/// Builds `tapegrad.linalg.LinAlgError` (defined in `tapegrad._errors`).
+fn linalg_error(py: Python<'_>, message: &str) -> PyResult<PyErr> {
+    let cls = py.import("tapegrad._errors")?.getattr("LinAlgError")?;
+    Ok(PyErr::from_value(cls.call1((message,))?))
 }
 
 /// Builds `tapegrad.SavedTensorModifiedError` with its structured attributes.

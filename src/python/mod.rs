@@ -9,6 +9,7 @@ mod errors;
 mod function;
 mod helpers;
 mod identity;
+mod linalg;
 mod optim;
 mod tensor;
 mod tensor_index;
@@ -36,6 +37,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tensor_nn::register(m)?;
     optim::register(m)?;
     tensor_protocol::register(m)?;
+    linalg::register(m)?;
     autograd::install_hooks();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);
     Ok(())
