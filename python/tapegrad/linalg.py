@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from . import _tapegrad as _C
 from ._errors import LinAlgError
 from ._function import Function
+from ._functional import full_like, ones_like, zeros_like
 
 Tensor = _C.Tensor
 
@@ -194,19 +195,6 @@ class LinalgSvd(Function):
         if gV is not None and n > k:
             gA = gA + U @ _mT((gV - V @ (_mT(V) @ gV)) * Sinv)
         return gA
-
-
-class LinalgSvdvals(Function):
-    @staticmethod
-    def forward(ctx, A):
-        U, S, Vh = _C._linalg_svd(A, False, True)
-        ctx.save_for_backward(U, Vh)
-        return S
-
-    @staticmethod
-    def backward(ctx, gS):
-        U, Vh = ctx.saved_tensors
-        return (U * gS.unsqueeze(-2)) @ Vh
 
 
 class LinalgQr(Function):
@@ -440,7 +428,8 @@ def svdvals(A: Tensor) -> Tensor:
     """
     _check_float(A, "linalg.svdvals")
     if A.requires_grad and _C.is_grad_enabled():
-        return LinalgSvdvals.apply(A)
+        # Through the full reduced SVD, so that the gradient (U diag(ḡS) Vh) is itself differentiable.
+        return LinalgSvd.apply(A)[1]
     return _C._linalg_svd(A, False, False)[1]
 
 
@@ -464,10 +453,10 @@ def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None, her
     smax = S.amax(-1, keepdim=True)
     cutoff = smax * rtol
     if atol is not None:
-        cutoff = _C.maximum(cutoff, _C.full_like(cutoff, atol))
+        cutoff = _C.maximum(cutoff, full_like(cutoff, atol))
     keep = S > cutoff
-    safe = _C.where(keep, S, _C.ones_like(S))
-    Sinv = _C.where(keep, 1.0 / safe, _C.zeros_like(S))
+    safe = _C.where(keep, S, ones_like(S))
+    Sinv = _C.where(keep, 1.0 / safe, zeros_like(S))
     return (_mT(Vh) * Sinv.unsqueeze(-2)) @ _mT(U)
 
 
@@ -578,8 +567,8 @@ def _safe_root(s: Tensor, p: float) -> Tensor:
     if not s.requires_grad:
         return s ** p
     pos = s > 0
-    safe = _C.where(pos, s, _C.ones_like(s))
-    return _C.where(pos, safe ** p, _C.zeros_like(s))
+    safe = _C.where(pos, s, ones_like(s))
+    return _C.where(pos, safe ** p, zeros_like(s))
 
 
 def matrix_norm(A: Tensor, ord: str | float = "fro", dim: tuple[int, int] = (-2, -1), keepdim: bool = False,

@@ -225,8 +225,13 @@ pub fn det(a: &Tensor) -> Result<Tensor> {
         let out = per_matrix::<T>(a, &batch, n, n, &[vec![]], |_, mat, outs| {
             let lu = mat.partial_piv_lu();
             let mut d = <T as Element>::from_f64(perm_sign(lu.P().arrays().0));
-            for k in 0..n {
-                d = d * lu.U()[(k, k)];
+            if zero_pivot(lu.U()).is_some() {
+                // A zero pivot leaves NaN in the rest of faer's U; the determinant is exactly 0.
+                d = <T as Element>::from_f64(0.0);
+            } else {
+                for k in 0..n {
+                    d = d * lu.U()[(k, k)];
+                }
             }
             outs[0].push(d);
             Ok(())
@@ -275,7 +280,9 @@ pub fn qr(a: &Tensor, complete: bool) -> Result<(Tensor, Tensor)> {
             let f = mat.qr();
             if complete {
                 push_mat(&mut outs[0], f.compute_Q().as_ref());
-                push_mat(&mut outs[1], f.R());
+                // faer's R has min(m, n) rows; the complete R is m×n, zero below.
+                push_mat(&mut outs[1], f.thin_R());
+                outs[1].resize(outs[1].len() + (m - k) * n, <T as Element>::from_f64(0.0));
             } else {
                 push_mat(&mut outs[0], f.compute_thin_Q().as_ref());
                 push_mat(&mut outs[1], f.thin_R());
