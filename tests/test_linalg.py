@@ -110,10 +110,15 @@ def test_pinv_lstsq_matrix_power_values():
     sing = np.array([[1.0, 2.0], [2.0, 4.0]])
     np.testing.assert_allclose(tg.linalg.pinv(t64(sing)).numpy(), np.linalg.pinv(sing), rtol=1e-8, atol=1e-12)
     b = RNG.standard_normal((5, 2))
+    nx, nres, nrank, nsv = np.linalg.lstsq(a, b, rcond=None)
     res = tg.linalg.lstsq(t64(a), t64(b))
-    nx, nres, _, _ = np.linalg.lstsq(a, b, rcond=None)
     np.testing.assert_allclose(res.solution.numpy(), nx, rtol=1e-8)
+    assert res.residuals.shape == (0,) and res.rank.item() == nrank  # gelsy, as PyTorch's CPU default
+    res = tg.linalg.lstsq(t64(a), t64(b), driver="gelsd")
     np.testing.assert_allclose(res.residuals.numpy(), nres, rtol=1e-8)
+    np.testing.assert_allclose(res.singular_values.numpy(), nsv, rtol=1e-10)
+    low_rank = np.outer(RNG.standard_normal(5), RNG.standard_normal(3))
+    assert tg.linalg.lstsq(t64(low_rank), t64(b)).rank.item() == 1
     m = well_conditioned(n=3)
     for n in (0, 1, 2, 5, -1, -3):
         np.testing.assert_allclose(tg.linalg.matrix_power(t64(m), n).numpy(), np.linalg.matrix_power(m, n),
@@ -227,6 +232,22 @@ def test_cholesky_grads():
 def test_qr_grads():
     X = t64(RNG.standard_normal((2, 4, 3)), True)
     check(lambda x: tg.linalg.qr(x), X)
+    W = t64(RNG.standard_normal((3, 5)), True)  # wide: R = [R_X | Qᵀ Y]
+    check(lambda x: tg.linalg.qr(x), W)
+    with pytest.raises(RuntimeError, match="not differentiable"):
+        tg.linalg.qr(X, mode="complete")
+
+
+def test_svd_full_matrices_grad():
+    X = t64(RNG.standard_normal((4, 2)), True)
+
+    def f(x):
+        U, S, Vh = tg.linalg.svd(x, full_matrices=True)
+        assert U.shape == (4, 4) and Vh.shape == (2, 2)
+        k = U[:, :2]
+        return (k * S.unsqueeze(0)) @ k.transpose(0, 1)
+
+    check(f, X)
 
 
 def test_eigh_grads_gauge_invariant():
@@ -344,8 +365,6 @@ def test_shape_and_dtype_errors():
         tg.cross(t64(np.ones(2)), t64(np.ones(2)))
     with pytest.raises(TypeError):
         tg.linalg.matrix_power(t64(np.eye(2)), 1.5)
-    with pytest.raises(RuntimeError, match="full_matrices=False"):
-        tg.linalg.svd(t64(RNG.standard_normal((3, 2)), True))
     with pytest.raises(RuntimeError, match="mode='r'"):
         tg.linalg.qr(t64(RNG.standard_normal((3, 2)), True), mode="r")
 

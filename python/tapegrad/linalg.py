@@ -329,8 +329,8 @@ class QrResult(NamedTuple):
 def qr(A: Tensor, mode: str = "reduced") -> QrResult:
     """``(Q, R)`` with ``A = Q R``, ``Q`` orthonormal columns and ``R`` upper triangular.
 
-    ``mode``: ``"reduced"`` (default), ``"complete"`` or ``"r"`` (``Q`` empty). The gradient is
-    defined for ``mode="reduced"`` with ``m >= n``, as in PyTorch.
+    ``mode``: ``"reduced"`` (default), ``"complete"`` or ``"r"`` (``Q`` empty). As in PyTorch, there
+    is no gradient for ``mode="r"``, nor for ``mode="complete"`` of a tall matrix.
 
     >>> import tapegrad as tg
     >>> A = tg.tensor([[3., 0.], [4., 5.]])
@@ -341,13 +341,19 @@ def qr(A: Tensor, mode: str = "reduced") -> QrResult:
     _check_float(A, "linalg.qr")
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or 'complete'")
-    if mode == "reduced" and A.shape[-2] >= A.shape[-1] if A.ndim >= 2 else False:
+    tall = A.ndim >= 2 and A.shape[-2] >= A.shape[-1]
+    if mode == "reduced" and tall:
         Q, R = LinalgQr.apply(A)
         return QrResult(Q, R)
     if A.requires_grad and _C.is_grad_enabled():
         if mode == "r":
             raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.")
-        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols, or for wide matrices.")
+        if not tall or A.shape[-2] == A.shape[-1]:
+            # A wide A = [X | Y] (X square): Q R_X = X, and R = [R_X | Qᵀ Y]; differentiable through both.
+            m = A.shape[-2]
+            Q, RX = LinalgQr.apply(A.narrow(-1, 0, m))
+            return QrResult(Q, _C.cat([RX, _mT(Q) @ A.narrow(-1, m, A.shape[-1] - m)], -1))
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
     Q, R = _C._linalg_qr(A, mode == "complete")
     if mode == "r":
         Q = _C.zeros(0, dtype=A.dtype)
@@ -401,9 +407,9 @@ class SvdResult(NamedTuple):
 def svd(A: Tensor, full_matrices: bool = True) -> SvdResult:
     """``(U, S, Vh)`` with ``A = U diag(S) Vh``, singular values descending.
 
-    With ``full_matrices=False`` the reduced factors; the gradient needs ``full_matrices=False``
-    (as in PyTorch), distinct singular values, and a loss that does not depend on the signs of
-    the singular vectors.
+    With ``full_matrices=False`` the reduced factors. The gradient needs distinct singular values
+    and a loss that does not depend on the signs of the singular vectors; with ``full_matrices=True``
+    the columns past ``min(m, n)`` get no gradient (as in PyTorch).
 
     >>> import tapegrad as tg
     >>> tg.linalg.svd(tg.tensor([[3., 0.], [0., 4.]])).S
@@ -413,9 +419,18 @@ def svd(A: Tensor, full_matrices: bool = True) -> SvdResult:
     if not full_matrices or (A.ndim >= 2 and A.shape[-1] == A.shape[-2]):
         U, S, Vh = LinalgSvd.apply(A)
         return SvdResult(U, S, Vh)
-    if A.requires_grad and _C.is_grad_enabled():
-        raise RuntimeError("linalg.svd: the derivative of the full SVD is not implemented; use full_matrices=False")
-    U, S, Vh = _C._linalg_svd(A, True, True)
+    Uf, Sf, Vhf = _C._linalg_svd(A, True, True)
+    if not (A.requires_grad and _C.is_grad_enabled()):
+        return SvdResult(Uf, Sf, Vhf)
+    # The full factors' extra columns (rows) span the complement and carry no gradient, as in
+    # PyTorch; the first k come from the differentiable reduced SVD.
+    U, S, Vh = LinalgSvd.apply(A)
+    k = S.shape[-1]
+    m, n = A.shape[-2], A.shape[-1]
+    if m > k:
+        U = _C.cat([U, Uf.narrow(-1, k, m - k)], -1)
+    if n > k:
+        Vh = _C.cat([Vh, Vhf.narrow(-2, k, n - k)], -2)
     return SvdResult(U, S, Vh)
 
 
@@ -470,9 +485,10 @@ class LstsqResult(NamedTuple):
 def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None) -> LstsqResult:
     """The least-squares solution of ``A X ≈ B``, as ``pinv(A) @ B`` (differentiable).
 
-    ``residuals`` (squared residual norms per column) is filled when ``A`` is tall and of full
-    rank, as in PyTorch; ``rank`` and ``singular_values`` are empty (PyTorch's default CPU driver
-    ``gelsy`` computes neither).
+    As in PyTorch: ``residuals`` (squared residual norms per column) is filled only when ``A`` is
+    tall, of full rank, and ``driver`` is not ``"gelsy"`` (the default); ``rank`` is empty for
+    ``"gels"``; ``singular_values`` is filled for ``"gelsd"`` and ``"gelss"``. Every driver computes
+    the same minimum-norm solution here (through the SVD).
 
     >>> import tapegrad as tg
     >>> A = tg.tensor([[1., 0.], [0., 1.], [0., 0.]])
@@ -488,15 +504,23 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     Bm = B.unsqueeze(-1) if vector else B
     if Bm.shape[-2] != A.shape[-2]:
         raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-2), got {A.shape[-2]} and {Bm.shape[-2]}")
+    drivers = ("gels", "gelsy", "gelsd", "gelss")
+    if driver is not None and driver not in drivers:
+        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of {drivers}")
+    driver = driver or "gelsy"
     X = pinv(A, rtol=rcond) @ Bm
     m, n = A.shape[-2], A.shape[-1]
-    if m > n:
+    S = svdvals(A.detach())
+    eps = 1.1920928955078125e-07 if A.dtype == _C.float32 else 2.220446049250313e-16
+    cut = S.amax(-1, keepdim=True) * (rcond if rcond is not None else eps * max(m, n)) if S.shape[-1] else S
+    rank = (S > cut).to(_C.int64).sum(-1) if driver != "gels" else _C.zeros(0, dtype=_C.int64)
+    empty = _C.zeros(0, dtype=A.dtype)
+    residuals = empty
+    if driver != "gelsy" and m > n and (rank != n).to(_C.int64).sum().item() == 0:
         r = A @ X - Bm
         residuals = (r * r).sum(-2)
-    else:
-        residuals = _C.zeros(0, dtype=A.dtype)
-    empty = _C.zeros(0, dtype=A.dtype)
-    return LstsqResult(X.squeeze(-1) if vector else X, residuals, _C.zeros(0, dtype=_C.int64), empty)
+    singular_values = S if driver in ("gelsd", "gelss") else empty
+    return LstsqResult(X.squeeze(-1) if vector else X, residuals, rank, singular_values)
 
 
 def matrix_power(A: Tensor, n: int) -> Tensor:
