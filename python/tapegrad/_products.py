@@ -317,7 +317,7 @@ def einsum(equation: str, *operands: Any) -> Tensor:
         if "..." in t:
             ell_len = builtins.max(ell_len, x.ndim - (len(t) - 3))
     ell = "".join(spare[:ell_len])
-    subs = []
+    subs: list[str] = []
     for t, x in zip(terms, ops):
         if "..." in t:
             n = x.ndim - (len(t) - 3)

@@ -419,7 +419,9 @@ def svd(A: Tensor, full_matrices: bool = True) -> SvdResult:
     if not full_matrices or (A.ndim >= 2 and A.shape[-1] == A.shape[-2]):
         U, S, Vh = LinalgSvd.apply(A)
         return SvdResult(U, S, Vh)
-    Uf, Sf, Vhf = _C._linalg_svd(A, True, True)
+    Uf_, Sf, Vhf_ = _C._linalg_svd(A, True, True)
+    assert Uf_ is not None and Vhf_ is not None
+    Uf, Vhf = Uf_, Vhf_
     if not (A.requires_grad and _C.is_grad_enabled()):
         return SvdResult(Uf, Sf, Vhf)
     # The full factors' extra columns (rows) span the complement and carry no gradient, as in
@@ -493,8 +495,8 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     >>> import tapegrad as tg
     >>> A = tg.tensor([[1., 0.], [0., 1.], [0., 0.]])
     >>> tg.linalg.lstsq(A, tg.tensor([[1.], [2.], [3.]])).solution
-    tensor([[1.0000],
-            [2.0000]])
+    tensor([[1.],
+            [2.]])
     """
     _check_float(A, "linalg.lstsq")
     _check_float(B, "linalg.lstsq")
