@@ -42,7 +42,9 @@ fn matrix_dims(a: &Tensor, op: &str) -> Result<(Vec<usize>, usize, usize)> {
 fn square_dims(a: &Tensor, op: &str) -> Result<(Vec<usize>, usize)> {
     let (batch, m, n) = matrix_dims(a, op)?;
     if m != n {
-        return Err(Error::shape(format!("{op}: A must be batches of square matrices, but they are {m} by {n} matrices")));
+        return Err(Error::shape(format!(
+            "{op}: A must be batches of square matrices, but they are {m} by {n} matrices"
+        )));
     }
     Ok((batch, n))
 }
@@ -78,8 +80,7 @@ fn per_matrix<T: Scalar>(
         crate::tensor::create::check_alloc(&shape, T::DTYPE)?;
     }
     let data = values::<T>(a)?;
-    let mut outs: Vec<Vec<T>> =
-        tails.iter().map(|t| Vec::with_capacity(count * t.iter().product::<usize>())).collect();
+    let mut outs: Vec<Vec<T>> = tails.iter().map(|t| Vec::with_capacity(count * t.iter().product::<usize>())).collect();
     for i in 0..count {
         let mat = MatRef::from_row_major_slice(&data[i * m * n..(i + 1) * m * n], m, n);
         f(i, mat, &mut outs)?;
@@ -230,7 +231,7 @@ pub fn det(a: &Tensor) -> Result<Tensor> {
                 d = <T as Element>::from_f64(0.0);
             } else {
                 for k in 0..n {
-                    d = d * lu.U()[(k, k)];
+                    d *= lu.U()[(k, k)];
                 }
             }
             outs[0].push(d);
@@ -302,9 +303,8 @@ pub fn qr(a: &Tensor, complete: bool) -> Result<(Tensor, Tensor)> {
 pub fn eigh(a: &Tensor, upper: bool, vectors: bool) -> Result<(Tensor, Option<Tensor>)> {
     let (batch, n) = square_dims(a, "linalg.eigh")?;
     let batched = !batch.is_empty();
-    let fail = move |i: usize| {
-        Error::LinAlg(format!("linalg.eigh: {}The algorithm failed to converge.", where_(batched, i)))
-    };
+    let fail =
+        move |i: usize| Error::LinAlg(format!("linalg.eigh: {}The algorithm failed to converge.", where_(batched, i)));
     let tails = if vectors { vec![vec![n], vec![n, n]] } else { vec![vec![n]] };
     dispatch_float!(a.dtype(), "linalg.eigh", T => {
         let out = per_matrix::<T>(a, &batch, n, n, &tails, |i, mat, outs| {
@@ -330,9 +330,8 @@ pub fn svd(a: &Tensor, full: bool, vectors: bool) -> Result<(Option<Tensor>, Ten
     let (batch, m, n) = matrix_dims(a, "linalg.svd")?;
     let k = m.min(n);
     let batched = !batch.is_empty();
-    let fail = move |i: usize| {
-        Error::LinAlg(format!("linalg.svd: {}The algorithm failed to converge.", where_(batched, i)))
-    };
+    let fail =
+        move |i: usize| Error::LinAlg(format!("linalg.svd: {}The algorithm failed to converge.", where_(batched, i)));
     let (uc, vr) = if full { (m, n) } else { (k, k) };
     let tails = if vectors { vec![vec![k], vec![m, uc], vec![vr, n]] } else { vec![vec![k]] };
     dispatch_float!(a.dtype(), "linalg.svd", T => {
