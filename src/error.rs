@@ -1,5 +1,7 @@
 //! The one error enum of the crate. It knows nothing of Python: `src/python/errors.rs` maps each
-//! variant to a Python exception type in one place.
+//! variant to a Python exception type in one place. The bindings raise no exception of their own:
+//! a refusal they find while reading Python arguments (a list where a tensor belongs, an int past
+//! int64) is one of these variants too, so that every error has one birthplace and one mapping.
 
 use std::any::Any;
 use std::fmt;
@@ -20,9 +22,29 @@ pub enum Error {
     /// dtype refusals).
     #[error("{0}")]
     Dtype(String),
-    /// A wrong argument value (negative size, bad dim...). Python: `RuntimeError`.
+    /// A wrong argument value (negative size, bad dim...). Python: `RuntimeError`, as PyTorch
+    /// raises for these.
     #[error("{0}")]
     Value(String),
+    /// An argument of the wrong kind: a list where a tensor belongs, a bound that is not a number,
+    /// an unknown dtype name, an object that is not an index. Python: `TypeError`.
+    #[error("{0}")]
+    Type(String),
+    /// A number outside what the integer dtype holds (a Python int or a uint64 past int64).
+    /// Python: `OverflowError`, as Python's own conversions raise.
+    #[error("{0}")]
+    Overflow(String),
+    /// A Python attribute that does not exist (`ctx.unknown`). Python: `AttributeError`, so that
+    /// `getattr(obj, name, default)` and `hasattr` work.
+    #[error("{0}")]
+    Attribute(String),
+    /// A slice step of zero or below (`t[::0]`, `t[::-1]`). Python: `ValueError`, as Python and
+    /// PyTorch raise for a bad step.
+    #[error("{}", slice_step_message(*step))]
+    SliceStep {
+        /// The step that was given.
+        step: isize,
+    },
     /// Misuse of autograd (in-place on a leaf, backward without a scalar, graph freed...).
     /// Python: `RuntimeError`.
     #[error("{0}")]
@@ -41,7 +63,8 @@ pub enum Error {
     /// An allocation that cannot be satisfied. Python: `MemoryError`.
     #[error("{0}")]
     OutOfMemory(String),
-    /// A custom operation's backward returned something malformed. Python: `RuntimeError`.
+    /// A custom operation misused its API or returned something malformed (a ctx method outside
+    /// forward, a gradient of the wrong count). Python: `RuntimeError`.
     #[error("{0}")]
     CustomFunction(String),
     /// An error raised by user code outside the crate (a Python exception inside a custom
@@ -59,6 +82,14 @@ pub enum Error {
     /// that lands inside Python code (a custom function) arrives as `External` instead.
     #[error("interrupted")]
     Interrupted,
+}
+
+fn slice_step_message(step: isize) -> String {
+    if step == 0 {
+        "slice step cannot be zero".to_string()
+    } else {
+        format!("slice step must be greater than zero (got {step}): negative steps are not supported")
+    }
 }
 
 /// An opaque, shareable payload for `Error::External`.

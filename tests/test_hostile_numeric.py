@@ -426,3 +426,11 @@ def test_numpy_bool_scalar_indexes_like_python_bool(flag):
     t[np.bool_(flag)] = 9
     a[np.bool_(flag)] = 9
     assert t.tolist() == a.tolist()
+
+
+def test_reduction_of_an_empty_tensor_with_a_huge_expanded_axis_does_not_abort():
+    # The sum over the empty axis would be 2**40 zeros: refused as MemoryError, never an abort.
+    with pytest.raises(MemoryError, match="cannot allocate"):
+        tg.ones(1).expand(2**40, 0).sum(1)
+    # Summing everything gives one zero; no intermediate the size of the other axis is built.
+    assert tg.ones(1, dtype=tg.int64).expand(2**40, 0).sum().item() == 0

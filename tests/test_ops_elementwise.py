@@ -625,3 +625,15 @@ def test_atan2_gradient_at_the_origin_is_zero():
     b = tg.tensor([0.0, 2.0], dtype=tg.float64, requires_grad=True)
     tg.atan2(a, b).sum().backward()
     assert a.grad.tolist() == [0.0, 2 / 5] and b.grad.tolist() == [0.0, -1 / 5]
+
+
+def test_bitwise_operators_are_bitwise_on_integers_and_logical_on_bools():
+    # PyTorch: `&`, `|`, `^`, `~` are bitwise_and/or/xor/not.
+    np.testing.assert_array_equal((tg.tensor([12, -1]) & tg.tensor([10, 6])).numpy(), [12 & 10, -1 & 6])
+    np.testing.assert_array_equal((tg.tensor([12]) | 3).numpy(), [15])
+    np.testing.assert_array_equal((tg.tensor([12]) ^ 10).numpy(), [6])
+    np.testing.assert_array_equal((~tg.tensor([0, 5])).numpy(), [-1, -6])
+    np.testing.assert_array_equal((tg.tensor([True, False]) ^ True).numpy(), [False, True])
+    np.testing.assert_array_equal((~tg.tensor([True, False])).numpy(), [False, True])
+    with pytest.raises(RuntimeError, match="not implemented for 'Float'"):
+        tg.tensor([1.0]) & tg.tensor([1.0])

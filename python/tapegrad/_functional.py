@@ -22,6 +22,9 @@ __all__ = [
     "sigmoid", "relu", "clamp", "mm", "matmul", "bmm", "t", "transpose", "reshape", "flatten",
     "unsqueeze", "squeeze", "sum", "mean", "max", "argmax", "clone", "detach", "permute", "narrow",
     "eq", "ne", "lt", "le", "gt", "ge",
+    "split", "chunk", "tensor_split", "unbind", "select", "tile", "repeat_interleave", "movedim", "moveaxis",
+    "swapaxes", "swapdims", "unflatten", "broadcast_to", "tril", "triu", "diagonal", "trace", "diag",
+    "atleast_1d", "atleast_2d", "atleast_3d",
 ]
 
 
@@ -524,3 +527,228 @@ def ge(input: Tensor, other: _TensorLike) -> Tensor:
     tensor([False,  True])
     """
     return input.ge(other)
+
+
+# shape operations composed from views (ops/compose.rs)
+
+def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    """``tensor.split(split_size_or_sections, dim)``.
+
+    >>> import tapegrad as tg
+    >>> [p.tolist() for p in tg.split(tg.arange(5), [1, 4])]
+    [[0], [1, 2, 3, 4]]
+    """
+    return tensor.split(split_size_or_sections, dim)
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """``input.chunk(chunks, dim)``.
+
+    >>> import tapegrad as tg
+    >>> len(tg.chunk(tg.arange(6), 4))
+    3
+    """
+    return input.chunk(chunks, dim)
+
+
+def tensor_split(input: Tensor, indices_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    """``input.tensor_split(indices_or_sections, dim)``.
+
+    >>> import tapegrad as tg
+    >>> [p.tolist() for p in tg.tensor_split(tg.arange(5), 2)]
+    [[0, 1, 2], [3, 4]]
+    """
+    return input.tensor_split(indices_or_sections, dim)
+
+
+def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    """``input.unbind(dim)``.
+
+    >>> import tapegrad as tg
+    >>> [t.tolist() for t in tg.unbind(tg.tensor([[1, 2], [3, 4]]))]
+    [[1, 2], [3, 4]]
+    """
+    return input.unbind(dim)
+
+
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    """``input.select(dim, index)``.
+
+    >>> import tapegrad as tg
+    >>> tg.select(tg.tensor([[1, 2], [3, 4]]), 0, 1)
+    tensor([3, 4])
+    """
+    return input.select(dim, index)
+
+
+def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
+    """``input.tile(dims)``.
+
+    >>> import tapegrad as tg
+    >>> tg.tile(tg.tensor([1, 2]), (2,))
+    tensor([1, 2, 1, 2])
+    """
+    return input.tile(dims)
+
+
+def repeat_interleave(input: Tensor, repeats: int, dim: int | None = None) -> Tensor:
+    """``input.repeat_interleave(repeats, dim)``.
+
+    >>> import tapegrad as tg
+    >>> tg.repeat_interleave(tg.tensor([1, 2]), 3)
+    tensor([1, 1, 1, 2, 2, 2])
+    """
+    return input.repeat_interleave(repeats, dim)
+
+
+def movedim(input: Tensor, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+    """``input.movedim(source, destination)``.
+
+    >>> import tapegrad as tg
+    >>> tg.movedim(tg.zeros(2, 3, 4), (0, 1), (2, 0)).shape
+    (3, 4, 2)
+    """
+    return input.movedim(source, destination)
+
+
+def moveaxis(input: Tensor, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+    """``movedim``, NumPy's spelling.
+
+    >>> import tapegrad as tg
+    >>> tg.moveaxis(tg.zeros(2, 3), 1, 0).shape
+    (3, 2)
+    """
+    return input.movedim(source, destination)
+
+
+def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
+    """``input.transpose(axis0, axis1)``, NumPy's spelling.
+
+    >>> import tapegrad as tg
+    >>> tg.swapaxes(tg.zeros(2, 3), 0, 1).shape
+    (3, 2)
+    """
+    return input.swapaxes(axis0, axis1)
+
+
+def swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """``input.transpose(dim0, dim1)``.
+
+    >>> import tapegrad as tg
+    >>> tg.swapdims(tg.zeros(2, 3), 0, 1).shape
+    (3, 2)
+    """
+    return input.swapdims(dim0, dim1)
+
+
+def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    """``input.unflatten(dim, sizes)``.
+
+    >>> import tapegrad as tg
+    >>> tg.unflatten(tg.zeros(6), 0, (2, 3)).shape
+    (2, 3)
+    """
+    return input.unflatten(dim, sizes)
+
+
+def broadcast_to(input: Tensor, size: Sequence[int]) -> Tensor:
+    """``input.broadcast_to(size)``.
+
+    >>> import tapegrad as tg
+    >>> tg.broadcast_to(tg.tensor([1, 2]), (3, 2)).shape
+    (3, 2)
+    """
+    return input.broadcast_to(size)
+
+
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    """``input.tril(diagonal)``.
+
+    >>> import tapegrad as tg
+    >>> tg.tril(tg.ones(2, 2, dtype=tg.int64))
+    tensor([[1, 0],
+            [1, 1]])
+    """
+    return input.tril(diagonal)
+
+
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    """``input.triu(diagonal)``.
+
+    >>> import tapegrad as tg
+    >>> tg.triu(tg.ones(2, 2, dtype=tg.int64))
+    tensor([[1, 1],
+            [0, 1]])
+    """
+    return input.triu(diagonal)
+
+
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """``input.diagonal(offset, dim1, dim2)``.
+
+    >>> import tapegrad as tg
+    >>> tg.diagonal(tg.arange(4).reshape(2, 2))
+    tensor([0, 3])
+    """
+    return input.diagonal(offset, dim1, dim2)
+
+
+def trace(input: Tensor) -> Tensor:
+    """``input.trace()``.
+
+    >>> import tapegrad as tg
+    >>> tg.trace(tg.arange(4).reshape(2, 2))
+    tensor(3)
+    """
+    return input.trace()
+
+
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:
+    """``input.diag(diagonal)``.
+
+    >>> import tapegrad as tg
+    >>> tg.diag(tg.arange(4).reshape(2, 2))
+    tensor([0, 3])
+    """
+    return input.diag(diagonal)
+
+
+def _atleast(n: int, tensors: tuple[Tensor | Sequence[Tensor], ...]) -> Tensor | tuple[Tensor, ...]:
+    # One sequence of tensors gives a tuple; one tensor gives a tensor; several give a tuple.
+    first = tensors[0] if len(tensors) == 1 else None
+    if first is not None and not isinstance(first, _C.Tensor):
+        return tuple(_C._atleast(t, n) for t in first)
+    out = tuple(_C._atleast(t, n) for t in tensors if isinstance(t, _C.Tensor))
+    if len(out) != len(tensors):
+        raise TypeError("atleast_nd: expected tensors or one sequence of tensors")
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_1d(*tensors: Tensor | Sequence[Tensor]) -> Tensor | tuple[Tensor, ...]:
+    """Each tensor with at least one dimension (a 0-d one becomes ``(1,)``).
+
+    >>> import tapegrad as tg
+    >>> tg.atleast_1d(tg.tensor(2.0)).shape
+    (1,)
+    """
+    return _atleast(1, tensors)
+
+
+def atleast_2d(*tensors: Tensor | Sequence[Tensor]) -> Tensor | tuple[Tensor, ...]:
+    """Each tensor with at least two dimensions (a vector becomes a row ``(1, n)``).
+
+    >>> import tapegrad as tg
+    >>> tg.atleast_2d(tg.zeros(3)).shape
+    (1, 3)
+    """
+    return _atleast(2, tensors)
+
+
+def atleast_3d(*tensors: Tensor | Sequence[Tensor]) -> Tensor | tuple[Tensor, ...]:
+    """Each tensor with at least three dimensions (a matrix ``(r, c)`` becomes ``(r, c, 1)``).
+
+    >>> import tapegrad as tg
+    >>> tg.atleast_3d(tg.zeros(2, 3)).shape
+    (2, 3, 1)
+    """
+    return _atleast(3, tensors)

@@ -76,7 +76,7 @@ fn basic_layout(t: &Tensor, items: &[IndexItem]) -> Result<Layout> {
             }
             IndexItem::Slice { start, stop, step } => {
                 if *step <= 0 {
-                    return Err(Error::value("step must be greater than zero"));
+                    return Err(Error::SliceStep { step: *step });
                 }
                 let len = layout.shape[dim];
                 let s = clamp_bound(*start, len, 0);

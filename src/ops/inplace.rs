@@ -329,7 +329,7 @@ impl Tensor {
     }
     /// Clamps in place.
     pub fn clamp_(&self, min: Option<f64>, max: Option<f64>) -> Result<()> {
-        self.apply_inplace("clamp_", &[], |x| x.clamp(min, max))
+        self.clamp_scalar_(min.map(Scalar::Float), max.map(Scalar::Float))
     }
     /// Copies `src` (broadcast, cast) into this tensor.
     pub fn copy_(&self, src: &Tensor) -> Result<()> {

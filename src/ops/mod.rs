@@ -2,6 +2,7 @@
 //! formula together (STYLE.md 6).
 
 pub(crate) mod as_strided;
+pub mod compose;
 pub mod decomp;
 pub mod elementwise;
 pub(crate) mod fastmath;
@@ -17,5 +18,6 @@ pub mod reduce;
 pub mod shape;
 pub mod softmax;
 
+pub use compose::MeshIndexing;
 pub use elementwise::{Binary, Cmp, Logical, ScalarOp, Unary};
 pub use index::IndexItem;

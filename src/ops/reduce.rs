@@ -52,8 +52,9 @@ fn reduce_dims(dims: Option<&[isize]>, ndim: usize) -> Result<Vec<usize>> {
     Ok(out)
 }
 
-fn reduced_shape(shape: &[usize], dims: &[usize], keepdim: bool) -> Vec<usize> {
-    shape
+/// The shape of a reduction's result.
+fn reduced_shape(shape: &[usize], dims: &[usize], keepdim: bool) -> Result<Vec<usize>> {
+    let out: Vec<usize> = shape
         .iter()
         .enumerate()
         .filter_map(|(i, &d)| {
@@ -67,13 +68,22 @@ fn reduced_shape(shape: &[usize], dims: &[usize], keepdim: bool) -> Vec<usize> {
                 Some(d)
             }
         })
-        .collect()
+        .collect();
+    // The result may be far larger than the input (a huge expanded dimension of a tensor with no
+    // elements): refuse what cannot be allocated before any kernel tries (8 bytes: the widest dtype).
+    crate::tensor::create::check_alloc(&out, DType::Float64)?;
+    Ok(out)
 }
 
 /// `add` is the element sum: wrapping for int64, as in PyTorch (a plain `+` would panic on overflow
 /// in debug builds; tests/no_panic.rs covers it).
 fn sum_kernel<T: Element>(t: &Tensor, dims: &[usize], keepdim: bool, add: fn(T, T) -> T) -> Result<Tensor> {
-    let out_shape = reduced_shape(t.shape(), dims, keepdim);
+    let out_shape = reduced_shape(t.shape(), dims, keepdim)?;
+    if t.numel() == 0 {
+        // Folding one axis at a time would build intermediates the size of the other axes, which
+        // for an empty tensor with a huge expanded axis cannot be allocated; the sum is all zeros.
+        return Tensor::zeros(&out_shape, T::DTYPE);
+    }
     crate::tensor::create::check_alloc(t.shape(), T::DTYPE)?;
     t.with_view(|v: ArrayViewD<T>| {
         let mut acc: ArrayD<T> = v.to_owned();
@@ -388,7 +398,7 @@ impl Tensor {
             }
         };
         let out_keep = dim.is_some() && keepdim;
-        let out_shape = reduced_shape(self.shape(), &rd, out_keep);
+        let out_shape = reduced_shape(self.shape(), &rd, out_keep)?;
         fn kernel<T: Element>(
             t: &Tensor,
             dims: &[usize],
@@ -465,7 +475,7 @@ impl Tensor {
         if let Some(&d) = rd.iter().find(|&&d| self.shape()[d] == 0) {
             return Err(Error::index(format!("{name}(): Expected reduction dim {d} to have non-zero size.")));
         }
-        let out_shape = reduced_shape(self.shape(), &rd, keepdim);
+        let out_shape = reduced_shape(self.shape(), &rd, keepdim)?;
         let out = dispatch_all!(self.dtype(), T => self.with_view(|v: ArrayViewD<T>| {
             let mut acc: ArrayD<T> = v.to_owned();
             for &d in rd.iter().rev() {
@@ -520,17 +530,26 @@ impl Tensor {
         Ok((values, idx))
     }
 
-    /// Index of the largest value: over the flattened tensor, or along `dim`.
+    /// Index of the largest value: over the flattened tensor, or along `dim`. A bool tensor is
+    /// refused, as in PyTorch.
     pub fn argmax(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return Err(Error::dtype("argmax(): does not support bool input"));
+        }
         self.arg_extreme(dim, keepdim, true)
     }
 
     /// Index of the smallest value (first occurrence; NaN counts as smallest): over the flattened
-    /// tensor, or along `dim`.
+    /// tensor, or along `dim`. A bool tensor is refused, as in PyTorch.
     pub fn argmin(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return Err(Error::dtype("argmin(): does not support bool input"));
+        }
         self.arg_extreme(dim, keepdim, false)
     }
 
+    /// `argmax`/`argmin` for every dtype: `max(dim)` and `min(dim)` give a bool tensor's indices
+    /// too, as PyTorch does.
     fn arg_extreme(&self, dim: Option<isize>, keepdim: bool, largest: bool) -> Result<Tensor> {
         let name = if largest { "argmax" } else { "argmin" };
         let Some(dim) = dim else {
@@ -543,7 +562,7 @@ impl Tensor {
         if t.shape()[d] == 0 {
             return Err(Error::index(format!("{name}(): cannot reduce over a dimension of size 0")));
         }
-        let out_shape = reduced_shape(t.shape(), &[d], true);
+        let out_shape = reduced_shape(t.shape(), &[d], true)?;
         crate::tensor::create::check_alloc(&out_shape, DType::Int64)?;
         let r = dispatch_all!(t.dtype(), T => t.with_view(|v: ArrayViewD<T>| {
             let idx: Vec<i64> = v

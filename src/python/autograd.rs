@@ -70,15 +70,16 @@ impl PyNode {
     fn __call__(&self, py: Python<'_>, grads: Vec<Option<Py<PyTensor>>>) -> PyResult<Py<PyAny>> {
         let n = self.node.num_outputs();
         if grads.len() != n {
-            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            return Err(Error::Type(format!(
                 "{} expected {n} arguments, got {} instead",
                 self.node.name(),
                 grads.len()
-            )));
+            ))
+            .into());
         }
         let grads: Vec<Option<Tensor>> = grads.into_iter().map(|g| g.map(|g| g.get().inner.clone())).collect();
         let node = self.node.clone();
-        let out = py.detach(|| node.apply(grads))?;
+        let out = super::gateway::enter(py, super::gateway::Cost::Heavy, || node.apply(grads))?;
         let mut wrapped =
             out.into_iter().map(|g| g.map(|g| PyTensor::wrap(py, g)).transpose()).collect::<PyResult<Vec<_>>>()?;
         if wrapped.len() == 1 {
@@ -381,10 +382,11 @@ fn optional_tensors(obj: &Bound<'_, PyAny>, n: usize, like: &[Tensor]) -> PyResu
     let items: Vec<Bound<'_, PyAny>> =
         if obj.cast::<PyTensor>().is_ok() { vec![obj.clone()] } else { obj.try_iter()?.collect::<PyResult<_>>()? };
     if items.len() != n {
-        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+        return Err(Error::Autograd(format!(
             "grad_tensors should have the same length as tensors: got {} gradients for {n} tensors",
             items.len()
-        )));
+        ))
+        .into());
     }
     items
         .iter()
@@ -431,7 +433,7 @@ pub(crate) fn run_backward(
         _ => None,
     };
     if inputs.as_ref().is_some_and(|i| i.is_empty()) {
-        return Err(pyo3::exceptions::PyRuntimeError::new_err("'inputs' argument to backward() cannot be empty."));
+        return Err(Error::Autograd("'inputs' argument to backward() cannot be empty.".into()).into());
     }
     if create_graph {
         PyErr::warn(
@@ -444,7 +446,9 @@ pub(crate) fn run_backward(
             1,
         )?;
     }
-    py.detach(|| engine::backward(roots, grads, retain_graph, create_graph, inputs.as_deref()))?;
+    super::gateway::enter(py, super::gateway::Cost::Heavy, || {
+        engine::backward(roots, grads, retain_graph, create_graph, inputs.as_deref())
+    })?;
     Ok(())
 }
 
@@ -497,7 +501,9 @@ fn _run_grad(
     let roots = tensor_list(outputs, "outputs")?;
     let ins = tensor_list(inputs, "inputs")?;
     let grads = optional_tensors(grad_outputs, roots.len(), &roots)?;
-    let result = py.detach(|| engine::grad(&roots, &ins, &grads, retain_graph, create_graph, allow_unused))?;
+    let result = super::gateway::enter(py, super::gateway::Cost::Heavy, || {
+        engine::grad(&roots, &ins, &grads, retain_graph, create_graph, allow_unused)
+    })?;
     result.into_iter().map(|g| g.map(|g| PyTensor::wrap(py, g)).transpose()).collect()
 }
 
@@ -756,6 +762,5 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_increment_version, m)?)?;
     m.add_function(wrap_pyfunction!(is_inference_mode_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_pop_saved_tensors_hooks, m)?)?;
-    super::tensor_ops::register(m)?;
     Ok(())
 }

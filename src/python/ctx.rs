@@ -8,7 +8,6 @@
 
 use std::sync::{Arc, Weak};
 
-use pyo3::exceptions::{PyAttributeError, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
@@ -203,10 +202,11 @@ impl PyCtx {
             return Ok(());
         }
         if c.accessed[which] {
-            return Err(PyRuntimeError::new_err(format!(
+            return Err(crate::error::Error::CustomFunction(format!(
                 "{what} can only be accessed once when clear_saved_tensors_on_access=True is set on the \
                  autograd.Function. Either access {what} only once, or set clear_saved_tensors_on_access=False."
-            )));
+            ))
+            .into());
         }
         c.accessed[which] = true;
         Ok(())
@@ -229,12 +229,16 @@ impl PyCtx {
     #[pyo3(signature = (*values, **named))]
     fn save_for_backward(&mut self, values: &Bound<'_, PyTuple>, named: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
         if !self.in_forward {
-            return Err(PyRuntimeError::new_err(
-                "save_for_backward can only be called inside forward (or setup_context)",
-            ));
+            return Err(crate::error::Error::CustomFunction(
+                "save_for_backward can only be called inside forward (or setup_context)".into(),
+            )
+            .into());
         }
         if self.to_save.is_some() {
-            return Err(PyRuntimeError::new_err("save_for_backward can be called at most once in forward"));
+            return Err(crate::error::Error::CustomFunction(
+                "save_for_backward can be called at most once in forward".into(),
+            )
+            .into());
         }
         let positional = values.iter().map(Bound::unbind).collect();
         let named = match named {
@@ -273,7 +277,10 @@ impl PyCtx {
     #[pyo3(signature = (*tensors))]
     fn mark_dirty(&mut self, tensors: &Bound<'_, PyTuple>) -> PyResult<()> {
         if !self.in_forward {
-            return Err(PyRuntimeError::new_err("mark_dirty can only be called inside forward (or setup_context)"));
+            return Err(crate::error::Error::CustomFunction(
+                "mark_dirty can only be called inside forward (or setup_context)".into(),
+            )
+            .into());
         }
         self.dirty.extend(tensors_of(tensors, "mark_dirty's argument")?);
         Ok(())
@@ -282,9 +289,10 @@ impl PyCtx {
     #[pyo3(signature = (*tensors))]
     fn mark_non_differentiable(&mut self, tensors: &Bound<'_, PyTuple>) -> PyResult<()> {
         if !self.in_forward {
-            return Err(PyRuntimeError::new_err(
-                "mark_non_differentiable can only be called inside forward (or setup_context)",
-            ));
+            return Err(crate::error::Error::CustomFunction(
+                "mark_non_differentiable can only be called inside forward (or setup_context)".into(),
+            )
+            .into());
         }
         self.non_differentiable.extend(tensors_of(tensors, "mark_non_differentiable's argument")?);
         Ok(())
@@ -306,7 +314,7 @@ impl PyCtx {
             }
             return PyTensor::wrap(slf.py(), t);
         }
-        Err(PyAttributeError::new_err(format!("'FunctionCtx' object has no attribute '{name}'")))
+        Err(crate::error::Error::Attribute(format!("'FunctionCtx' object has no attribute '{name}'")).into())
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {

@@ -3,9 +3,12 @@
 
 use std::sync::Arc;
 
-use pyo3::exceptions::{PyIndexError, PyMemoryError, PyRuntimeError};
+use pyo3::exceptions::{
+    PyAttributeError, PyIndexError, PyMemoryError, PyOverflowError, PyRuntimeError, PyTypeError, PyValueError,
+};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyType};
 
 use crate::error::{Error, ExternalPayload};
 
@@ -17,6 +20,10 @@ impl From<Error> for PyErr {
                 None => PyRuntimeError::new_err(message),
             },
             Error::Index(m) => PyIndexError::new_err(m),
+            Error::Type(m) => PyTypeError::new_err(m),
+            Error::Overflow(m) => PyOverflowError::new_err(m),
+            Error::Attribute(m) => PyAttributeError::new_err(m),
+            e @ Error::SliceStep { .. } => PyValueError::new_err(e.to_string()),
             Error::OutOfMemory(m) => PyMemoryError::new_err(m),
             // No arguments, as the KeyboardInterrupt of Python's default SIGINT handler.
             Error::Interrupted => pyo3::exceptions::PyKeyboardInterrupt::new_err(()),
@@ -35,15 +42,40 @@ impl From<Error> for PyErr {
     }
 }
 
-/// Builds `tapegrad.linalg.LinAlgError` (defined in `tapegrad._errors`).
+/// `tapegrad.SavedTensorModifiedError`, looked up once when the native module is imported
+/// (`init`), so that raising it cannot fail on a lookup and replace the user's error.
+static SAVED_TENSOR_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// `tapegrad.linalg.LinAlgError` (defined in `tapegrad._errors`), looked up in `init` as well.
+static LINALG_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// Finds the Python exception classes the mapping raises; called from the module's init, so that
+/// a missing class is an import error rather than a surprise at the first error.
+pub(crate) fn init(py: Python<'_>) -> PyResult<()> {
+    let errors = py.import("tapegrad._errors")?;
+    let cls = errors.getattr("SavedTensorModifiedError")?.cast_into::<PyType>()?;
+    SAVED_TENSOR_ERROR.get_or_init(py, || cls.unbind());
+    let cls = errors.getattr("LinAlgError")?.cast_into::<PyType>()?;
+    LINALG_ERROR.get_or_init(py, || cls.unbind());
+    Ok(())
+}
+
+/// Builds `tapegrad.linalg.LinAlgError`.
 fn linalg_error(py: Python<'_>, message: &str) -> PyResult<PyErr> {
-    let cls = py.import("tapegrad._errors")?.getattr("LinAlgError")?;
-    Ok(PyErr::from_value(cls.call1((message,))?))
+    let Some(cls) = LINALG_ERROR.get(py) else {
+        // Only before the module's init has run; a RuntimeError, the class's base, still says it all.
+        return Ok(PyRuntimeError::new_err(message.to_string()));
+    };
+    Ok(PyErr::from_value(cls.bind(py).call1((message,))?))
 }
 
 /// Builds `tapegrad.SavedTensorModifiedError` with its structured attributes.
 fn saved_tensor_error(py: Python<'_>, message: &str, info: &crate::error::SavedTensorModified) -> PyResult<PyErr> {
-    let cls = py.import("tapegrad._errors")?.getattr("SavedTensorModifiedError")?;
+    let Some(cls) = SAVED_TENSOR_ERROR.get(py) else {
+        // Only before the module's init has run; a RuntimeError, the class's base, still says it all.
+        return Ok(PyRuntimeError::new_err(message.to_string()));
+    };
+    let cls = cls.bind(py);
     let kwargs = PyDict::new(py);
     kwargs.set_item("saved_by", &info.saved_by)?;
     kwargs.set_item("modified_by", &info.modified_by)?;

@@ -108,7 +108,7 @@ struct PyFunctionOp {
 
 impl PyFunctionOp {
     fn forward_py(&mut self, py: Python<'_>, fctx: &mut ForwardCtx, inputs: &[Tensor]) -> PyResult<Vec<Tensor>> {
-        let args = self.args.take().ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("forward ran twice"))?;
+        let args = self.args.take().ok_or_else(|| crate::error::Error::CustomFunction("forward ran twice".into()))?;
         // The node keeps the op: holding the originals would make a dirty input (which gets this node
         // as its history) own its own node.
         let originals = std::mem::take(&mut self.originals);
@@ -162,11 +162,12 @@ impl PyFunctionOp {
                 }
             }
         } else if !result.is_none() {
-            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            return Err(crate::error::Error::Type(format!(
                 "{}.forward must return a Tensor or a tuple (of Tensors and other values), got {}",
                 self.name,
                 result.get_type().name()?
-            )));
+            ))
+            .into());
         }
         *self.raw_output.lock() = Some(result.unbind());
         let (saved, dirty, non_differentiable, materialize) = {
@@ -182,7 +183,7 @@ impl PyFunctionOp {
             input Tensors that have been mutated should be passed to ctx.mark_dirty().";
         if dirty.iter().any(|d| !is_input(d) && d.base().is_some()) {
             let msg = format!("{}: {}", self.name, NOT_AN_INPUT.to_string_lossy());
-            return Err(pyo3::exceptions::PyRuntimeError::new_err(msg));
+            return Err(crate::error::Error::CustomFunction(msg).into());
         }
         if !dirty.iter().all(is_input) {
             PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyUserWarning>(), NOT_AN_INPUT, 1)?;

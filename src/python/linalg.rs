@@ -4,20 +4,13 @@
 
 use pyo3::prelude::*;
 
+use super::gateway::{enter, enter_tensor, Cost};
 use super::tensor::{expect_tensor, PyTensor};
 use crate::ops::decomp;
 use crate::Tensor;
 
-/// Elements above which a decomposition runs with the GIL released.
-const DETACH_OVER: usize = 1 << 12;
-
-fn run<R: Send>(py: Python<'_>, a: &Tensor, f: impl FnOnce() -> crate::Result<R> + Send) -> PyResult<R> {
-    if a.numel() > DETACH_OVER {
-        Ok(py.detach(f)?)
-    } else {
-        Ok(f()?)
-    }
-}
+/// A decomposition is cubic in the matrix size: heavy whatever the sizes (NOTE [The gateway]).
+const COST: Cost = Cost::Heavy;
 
 fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyAny>> {
     Ok(PyTensor::wrap(py, t)?.into_any())
@@ -38,49 +31,45 @@ fn plain(a: &Bound<'_, PyAny>) -> PyResult<Tensor> {
 #[pyfunction]
 fn _linalg_inv(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     let a = plain(a)?;
-    let out = run(py, &a, || decomp::inv(&a))?;
-    wrap(py, out)
+    enter_tensor(py, COST, || decomp::inv(&a))
 }
 
 #[pyfunction]
 fn _linalg_solve(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     let (a, b) = (plain(a)?, plain(b)?);
-    let out = run(py, &a, || decomp::solve(&a, &b))?;
-    wrap(py, out)
+    enter_tensor(py, COST, || decomp::solve(&a, &b))
 }
 
 #[pyfunction]
 fn _linalg_det(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     let a = plain(a)?;
-    let out = run(py, &a, || decomp::det(&a))?;
-    wrap(py, out)
+    enter_tensor(py, COST, || decomp::det(&a))
 }
 
 #[pyfunction]
 fn _linalg_slogdet(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
     let a = plain(a)?;
-    let (s, l) = run(py, &a, || decomp::slogdet(&a))?;
+    let (s, l) = enter(py, COST, || decomp::slogdet(&a))?;
     Ok((wrap(py, s)?, wrap(py, l)?))
 }
 
 #[pyfunction]
 fn _linalg_cholesky(py: Python<'_>, a: &Bound<'_, PyAny>, upper: bool) -> PyResult<Py<PyAny>> {
     let a = plain(a)?;
-    let out = run(py, &a, || decomp::cholesky(&a, upper))?;
-    wrap(py, out)
+    enter_tensor(py, COST, || decomp::cholesky(&a, upper))
 }
 
 #[pyfunction]
 fn _linalg_qr(py: Python<'_>, a: &Bound<'_, PyAny>, complete: bool) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
     let a = plain(a)?;
-    let (q, r) = run(py, &a, || decomp::qr(&a, complete))?;
+    let (q, r) = enter(py, COST, || decomp::qr(&a, complete))?;
     Ok((wrap(py, q)?, wrap(py, r)?))
 }
 
 #[pyfunction]
 fn _linalg_eigh(py: Python<'_>, a: &Bound<'_, PyAny>, upper: bool, vectors: bool) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
     let a = plain(a)?;
-    let (w, v) = run(py, &a, || decomp::eigh(&a, upper, vectors))?;
+    let (w, v) = enter(py, COST, || decomp::eigh(&a, upper, vectors))?;
     Ok((wrap(py, w)?, wrap_opt(py, v)?))
 }
 
@@ -93,7 +82,7 @@ fn _linalg_svd(
     vectors: bool,
 ) -> PyResult<(Py<PyAny>, Py<PyAny>, Py<PyAny>)> {
     let a = plain(a)?;
-    let (u, s, vh) = run(py, &a, || decomp::svd(&a, full_matrices, vectors))?;
+    let (u, s, vh) = enter(py, COST, || decomp::svd(&a, full_matrices, vectors))?;
     Ok((wrap_opt(py, u)?, wrap(py, s)?, wrap_opt(py, vh)?))
 }
 

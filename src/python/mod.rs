@@ -1,22 +1,29 @@
 //! The PyO3 bindings: conversion, the Python-function node, error mapping. No math lives here;
-//! each method converts its arguments, calls the core (without the GIL for heavy work), and
-//! converts the result.
+//! each method converts its arguments, calls the core through the gateway (`gateway.rs`: the GIL
+//! and the error mapping are decided there), and converts the result.
 
 mod autograd;
 mod convert;
 mod ctx;
 mod errors;
+mod factories;
 mod function;
+mod gateway;
 mod helpers;
 mod identity;
 mod linalg;
 mod optim;
 mod tensor;
+mod tensor_arith;
+mod tensor_compose;
 mod tensor_index;
+mod tensor_inplace;
 mod tensor_math;
 mod tensor_nn;
-mod tensor_ops;
 mod tensor_protocol;
+mod tensor_reduce;
+mod tensor_shape;
+mod tensor_unary;
 
 use pyo3::prelude::*;
 
@@ -30,13 +37,18 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<autograd::PyHookHandle>()?;
     m.add_class::<ctx::PyCtx>()?;
     convert::register(m)?;
+    factories::register(m)?;
     autograd::register(m)?;
     function::register(m)?;
+    tensor_arith::register(m)?;
+    tensor_shape::register(m)?;
+    errors::init(m.py())?;
     tensor_math::register(m)?;
     helpers::register(m)?;
     tensor_nn::register(m)?;
     optim::register(m)?;
     tensor_protocol::register(m)?;
+    tensor_compose::register(m)?;
     linalg::register(m)?;
     autograd::install_hooks();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);

@@ -1,14 +1,15 @@
-//! `tapegrad.Tensor`: properties, conversion, printing and autograd entry points. Arithmetic is in
-//! `tensor_ops.rs`, indexing in `tensor_index.rs`.
+//! `tapegrad.Tensor`: properties, conversion, printing and autograd entry points. Its operations
+//! are in the `tensor_*.rs` files by concern (arith, unary, reduce, shape, inplace, index).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
 use super::autograd::PyNode;
 use super::convert::{dtype_object, parse_dtype, to_numpy, PyDType, PyDevice};
+use super::gateway::{enter, Cost};
+use crate::error::Error;
 use crate::tensor::dtype::{DType, Scalar};
 use crate::tensor::format;
 use crate::Tensor;
@@ -61,10 +62,10 @@ impl Drop for PyTensor {
 /// Reads the tensor inside a Python object, or says what it was instead.
 pub(crate) fn expect_tensor(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Tensor> {
     obj.cast::<PyTensor>().map(|t| t.get().inner.clone()).map_err(|_| {
-        PyTypeError::new_err(format!(
+        PyErr::from(Error::Type(format!(
             "{what} must be a Tensor, got {}",
             obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
-        ))
+        )))
     })
 }
 
@@ -138,11 +139,9 @@ impl PyTensor {
             Some(d) => {
                 // wrap_dim accepts dim 0 of a 0-dim tensor, which has no size (shape()[0] panicked).
                 if self.inner.ndim() == 0 {
-                    return Err(pyo3::exceptions::PyIndexError::new_err(format!(
-                        "Dimension specified as {d} but tensor has no dimensions"
-                    )));
+                    return Err(Error::Index(format!("Dimension specified as {d} but tensor has no dimensions")).into());
                 }
-                let d = crate::tensor::layout::wrap_dim(d, self.inner.ndim())?;
+                let d = enter(py, Cost::Metadata, || crate::tensor::layout::wrap_dim(d, self.inner.ndim()))?;
                 Ok(self.inner.shape()[d].into_pyobject(py)?.into_any().unbind())
             }
         }
@@ -183,12 +182,13 @@ impl PyTensor {
         self.inner.requires_grad()
     }
     #[setter]
-    fn set_requires_grad(&self, flag: bool) -> PyResult<()> {
-        Ok(self.inner.set_requires_grad(flag)?)
+    fn set_requires_grad(&self, py: Python<'_>, flag: bool) -> PyResult<()> {
+        enter(py, Cost::Metadata, || self.inner.set_requires_grad(flag))
     }
     #[pyo3(signature = (requires_grad=true))]
     fn requires_grad_(slf: Bound<'_, Self>, requires_grad: bool) -> PyResult<Bound<'_, Self>> {
-        slf.get().inner.set_requires_grad(requires_grad)?;
+        let t = &slf.get().inner;
+        enter(slf.py(), Cost::Metadata, || t.set_requires_grad(requires_grad))?;
         Ok(slf)
     }
     #[getter]
@@ -215,31 +215,31 @@ impl PyTensor {
         Ok(obj)
     }
     #[setter]
-    fn set_grad(&self, grad: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    fn set_grad(&self, py: Python<'_>, grad: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let g = match grad {
             None => None,
             Some(g) if g.is_none() => None,
             Some(g) => Some(g.cast::<PyTensor>().map(|t| t.get().inner.clone()).map_err(|_| {
-                PyTypeError::new_err(format!(
+                PyErr::from(Error::Type(format!(
                     "assigned grad expected to be a Tensor or None but got grad of type {}",
                     g.get_type().name().map(|n| n.to_string()).unwrap_or_default()
-                ))
+                )))
             })?),
         };
-        self.inner.set_grad(g)?;
+        enter(py, Cost::Metadata, || self.inner.set_grad(g))?;
         self.forget_grad_object();
         Ok(())
     }
     /// `del t.grad` clears the gradient, as assigning None does.
     #[deleter]
-    fn delete_grad(&self) -> PyResult<()> {
-        self.inner.set_grad(None)?;
+    fn delete_grad(&self, py: Python<'_>) -> PyResult<()> {
+        enter(py, Cost::Metadata, || self.inner.set_grad(None))?;
         self.forget_grad_object();
         Ok(())
     }
     #[deleter]
     fn delete_requires_grad(&self) -> PyResult<()> {
-        Err(PyRuntimeError::new_err("can't delete requires_grad"))
+        Err(Error::Autograd("can't delete requires_grad".into()).into())
     }
     #[getter]
     fn grad_fn(&self, py: Python<'_>) -> PyResult<Option<Py<PyNode>>> {
@@ -270,31 +270,35 @@ impl PyTensor {
             }
         }
         match value {
-            v if v.cast::<PyTensor>().is_ok() => Err(PyRuntimeError::new_err(
+            v if v.cast::<PyTensor>().is_ok() => Err(Error::Autograd(
                 "assigning to .data is not supported in tapegrad (a tensor's storage and shape are fixed); \
-                 copy the values in place under no_grad instead: `with tg.no_grad(): t.copy_(new)`",
-            )),
-            v => Err(PyTypeError::new_err(format!(
+                 copy the values in place under no_grad instead: `with tg.no_grad(): t.copy_(new)`"
+                    .into(),
+            )
+            .into()),
+            v => Err(Error::Type(format!(
                 "Variable data has to be a tensor, but got {}",
                 v.get_type().name().map(|n| n.to_string()).unwrap_or_default()
-            ))),
+            ))
+            .into()),
         }
     }
     #[deleter]
     fn delete_data(&self) -> PyResult<()> {
-        Err(PyRuntimeError::new_err("can't delete the data of a Tensor"))
+        Err(Error::Autograd("can't delete the data of a Tensor".into()).into())
     }
     /// Makes this tensor a leaf that does not require grad, in place.
     fn detach_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        slf.get().inner.detach_()?;
+        let t = &slf.get().inner;
+        enter(slf.py(), Cost::Metadata, || t.detach_())?;
         Ok(slf)
     }
     #[getter]
     fn output_nr(&self) -> usize {
         self.inner.output_nr()
     }
-    fn retain_grad(&self) -> PyResult<()> {
-        Ok(self.inner.retain_grad()?)
+    fn retain_grad(&self, py: Python<'_>) -> PyResult<()> {
+        enter(py, Cost::Metadata, || self.inner.retain_grad())
     }
     /// Registers `hook(grad)` (returning None or a replacement gradient); returns a handle with `.remove()`.
     fn register_hook(&self, hook: Py<PyAny>) -> PyResult<super::autograd::PyHookHandle> {
@@ -310,7 +314,7 @@ impl PyTensor {
     }
 
     fn item(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        Ok(match self.inner.item_scalar()? {
+        Ok(match enter(py, Cost::Metadata, || self.inner.item_scalar())? {
             Scalar::Bool(b) => b.into_pyobject(py)?.to_owned().into_any().unbind(),
             Scalar::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
             Scalar::Float(v) => v.into_pyobject(py)?.into_any().unbind(),
@@ -319,9 +323,10 @@ impl PyTensor {
     fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         // As in PyTorch, under no_grad the values may be read even from a tensor that requires grad.
         if self.inner.requires_grad() && crate::autograd::grad_mode::is_grad_enabled() {
-            return Err(PyRuntimeError::new_err(
-                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.",
-            ));
+            return Err(Error::Autograd(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.".into(),
+            )
+            .into());
         }
         to_numpy(py, &self.inner)
     }
@@ -343,38 +348,43 @@ impl PyTensor {
     fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_numpy(py, &self.inner)?.call_method0("tolist")
     }
-    fn __float__(&self) -> PyResult<f64> {
-        Ok(self.inner.item()?)
+    fn __float__(&self, py: Python<'_>) -> PyResult<f64> {
+        enter(py, Cost::Metadata, || self.inner.item())
     }
     /// Exact, as Python's `int()`: an int64 as it is, a float by Python's own conversion (NaN is a
     /// `ValueError`, an infinity an `OverflowError`, a large float its exact integer).
     fn __int__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        Ok(match self.inner.item_scalar()? {
+        Ok(match enter(py, Cost::Metadata, || self.inner.item_scalar())? {
             Scalar::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
             Scalar::Bool(b) => (b as i64).into_pyobject(py)?.into_any().unbind(),
             Scalar::Float(v) => pyo3::types::PyFloat::new(py, v).call_method0("__int__")?.unbind(),
         })
     }
-    fn __index__(&self) -> PyResult<i64> {
-        if self.inner.dtype() != DType::Int64 || self.inner.numel() != 1 {
-            return Err(PyTypeError::new_err("only integer tensors of a single element can be converted to an index"));
+    /// Exact, as `__int__`; bool counts as an integer dtype (`operator.index(tensor(True))` is 1, as
+    /// in PyTorch).
+    fn __index__(&self, py: Python<'_>) -> PyResult<i64> {
+        if self.inner.dtype().is_float() || self.inner.numel() != 1 {
+            return Err(
+                Error::Type("only integer tensors of a single element can be converted to an index".into()).into()
+            );
         }
-        Ok(self.inner.item_scalar()?.as_i64())
+        Ok(enter(py, Cost::Metadata, || self.inner.item_scalar())?.as_i64())
     }
-    fn __bool__(&self) -> PyResult<bool> {
+    fn __bool__(&self, py: Python<'_>) -> PyResult<bool> {
         if self.inner.numel() != 1 {
-            return Err(PyRuntimeError::new_err(format!(
+            return Err(Error::Value(format!(
                 "Boolean value of Tensor with {} values is ambiguous",
                 self.inner.numel()
-            )));
+            ))
+            .into());
         }
-        Ok(match self.inner.item_scalar()? {
+        Ok(match enter(py, Cost::Metadata, || self.inner.item_scalar())? {
             Scalar::Float(v) => v != 0.0,
             other => other.as_i64() != 0,
         })
     }
     fn __len__(&self) -> PyResult<usize> {
-        self.inner.shape().first().copied().ok_or_else(|| PyTypeError::new_err("len() of a 0-d tensor"))
+        Ok(self.inner.shape().first().copied().ok_or_else(|| Error::Type("len() of a 0-d tensor".into()))?)
     }
     fn __hash__(slf: &Bound<'_, Self>) -> isize {
         slf.as_ptr() as isize
@@ -385,11 +395,14 @@ impl PyTensor {
     fn __iter__(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let t = &slf.get().inner;
         if t.ndim() == 0 {
-            return Err(PyTypeError::new_err("iteration over a 0-d tensor"));
+            return Err(Error::Type("iteration over a 0-d tensor".into()).into());
         }
         let py = slf.py();
         let items = (0..t.shape()[0])
-            .map(|i| PyTensor::wrap(py, t.index(&[crate::ops::IndexItem::Int(i as isize)])?))
+            .map(|i| {
+                let row = enter(py, Cost::Metadata, || t.index(&[crate::ops::IndexItem::Int(i as isize)]))?;
+                PyTensor::wrap(py, row)
+            })
             .collect::<PyResult<Vec<_>>>()?;
         Ok(PyList::new(py, items)?.call_method0("__iter__")?.unbind())
     }
@@ -409,7 +422,7 @@ impl PyTensor {
                 match k.extract::<String>()?.as_str() {
                     "dtype" | "device" | "non_blocking" | "copy" => all.push(v),
                     other => {
-                        return Err(PyTypeError::new_err(format!("to() got an unexpected keyword argument '{other}'")))
+                        return Err(Error::Type(format!("to() got an unexpected keyword argument '{other}'")).into())
                     }
                 }
             }
@@ -428,7 +441,7 @@ impl PyTensor {
         }
         let t = &slf.get().inner;
         match dtype {
-            Some(d) if d != t.dtype() => Ok(PyTensor::wrap(py, t.to_dtype(d)?)?.into_any()),
+            Some(d) if d != t.dtype() => super::gateway::enter_tensor(py, Cost::Elements(t.numel()), || t.to_dtype(d)),
             _ => Ok(slf.into_any().unbind()),
         }
     }
@@ -479,5 +492,5 @@ fn convert_to(slf: Bound<'_, PyTensor>, dt: DType) -> PyResult<Py<PyAny>> {
     if t.dtype() == dt {
         return Ok(slf.into_any().unbind());
     }
-    Ok(PyTensor::wrap(slf.py(), t.to_dtype(dt)?)?.into_any())
+    super::gateway::enter_tensor(slf.py(), Cost::Elements(t.numel()), || t.to_dtype(dt))
 }

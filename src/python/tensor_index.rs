@@ -1,11 +1,12 @@
 //! `t[...]` and `t[...] = value`: parsing Python index expressions into the core's `IndexItem`s.
 
-use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyList, PySlice, PyTuple};
 
 use super::convert::tensor_arg;
+use super::gateway::{enter, enter_tensor, Cost};
 use super::tensor::PyTensor;
+use crate::error::Error;
 use crate::ops::IndexItem;
 use crate::tensor::dtype::{DType, Scalar};
 use crate::tensor::Tensor;
@@ -30,17 +31,21 @@ fn item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
         let t = &t.get().inner;
         return match t.dtype() {
             DType::Bool => Ok(IndexItem::Mask(t.clone())),
-            DType::Int64 if t.numel() == 1 && t.ndim() == 0 => Ok(IndexItem::Int(t.item_scalar()?.as_i64() as isize)),
+            DType::Int64 if t.numel() == 1 && t.ndim() == 0 => {
+                Ok(IndexItem::Int(enter(py, Cost::Metadata, || t.item_scalar())?.as_i64() as isize))
+            }
             DType::Int64 => Ok(IndexItem::Tensor(t.clone())),
-            other => Err(PyIndexError::new_err(format!(
+            other => Err(Error::Index(format!(
                 "tensors used as indices must be int64 or bool tensors (got a {other} tensor of shape {:?})",
                 t.shape()
-            ))),
+            ))
+            .into()),
         };
     }
     if obj.is_instance_of::<PyBool>() {
         // As in PyTorch and NumPy: `True` is a 0-d mask (a new axis of size 1), `False` one of size 0.
-        let t = Tensor::full(&[], Scalar::Bool(obj.extract()?), DType::Bool)?;
+        let value = Scalar::Bool(obj.extract()?);
+        let t = enter(py, Cost::Metadata, || Tensor::full(&[], value, DType::Bool))?;
         return Ok(IndexItem::Mask(t));
     }
     if obj.is_instance_of::<PyInt>() || (obj.hasattr("__index__")? && !obj.hasattr("shape")?) {
@@ -48,14 +53,9 @@ fn item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
     }
     if let Ok(s) = obj.cast::<PySlice>() {
         let step = opt_isize(s.getattr("step")?)?.unwrap_or(1);
-        // A bad step is a ValueError in Python (and PyTorch); the core refuses it too, for the Rust API.
-        if step == 0 {
-            return Err(PyValueError::new_err("slice step cannot be zero"));
-        }
-        if step < 0 {
-            return Err(PyValueError::new_err(format!(
-                "slice step must be greater than zero (got {step}): negative steps are not supported"
-            )));
+        // Refused while parsing, before any later item is read; the core refuses it too, for the Rust API.
+        if step <= 0 {
+            return Err(Error::SliceStep { step }.into());
         }
         return Ok(IndexItem::Slice {
             start: opt_isize(s.getattr("start")?)?,
@@ -71,24 +71,24 @@ fn item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
         // A NumPy integer scalar (np.int64(1), np.intp) or 0-d integer array is an integer, as in
         // NumPy and PyTorch; a NumPy bool scalar is a 0-d mask above, as Python's bool.
         if t.dtype() == DType::Int64 && t.ndim() == 0 {
-            return Ok(IndexItem::Int(t.item_scalar()?.as_i64() as isize));
+            return Ok(IndexItem::Int(enter(py, Cost::Metadata, || t.item_scalar())?.as_i64() as isize));
         }
         if t.dtype() == DType::Int64 {
             return Ok(IndexItem::Tensor(t));
         }
         // An empty list is an empty integer index, as in PyTorch.
         if t.numel() == 0 {
-            return Ok(IndexItem::Tensor(t.to_dtype(DType::Int64)?));
+            return Ok(IndexItem::Tensor(enter(py, Cost::Metadata, || t.to_dtype(DType::Int64))?));
         }
-        return Err(PyIndexError::new_err(format!(
-            "tensors used as indices must be int64 or bool tensors (got {})",
-            t.dtype()
-        )));
+        return Err(
+            Error::Index(format!("tensors used as indices must be int64 or bool tensors (got {})", t.dtype())).into()
+        );
     }
-    Err(PyTypeError::new_err(format!(
+    Err(Error::Type(format!(
         "invalid index of type {}: use ints, slices, None, ..., a bool mask or int64 tensors",
         obj.get_type().name()?
-    )))
+    ))
+    .into())
 }
 
 fn items(key: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
@@ -101,14 +101,17 @@ fn items(key: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
 
 #[pymethods]
 impl PyTensor {
-    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let its = items(key)?;
-        PyTensor::wrap(py, self.inner.index(&its)?)
+        // Basic indexing makes a view; a mask or an integer tensor gathers elements into a new tensor.
+        let copies = its.iter().any(|i| matches!(i, IndexItem::Mask(_) | IndexItem::Tensor(_)));
+        let cost = if copies { Cost::Elements(self.inner.numel()) } else { Cost::Metadata };
+        enter_tensor(py, cost, || self.inner.index(&its))
     }
 
-    fn __setitem__(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn __setitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let its = items(key)?;
         let v = tensor_arg(value, Some(self.inner.dtype()))?;
-        Ok(self.inner.index_put_(&its, &v)?)
+        enter(py, Cost::Elements(self.inner.numel()), || self.inner.index_put_(&its, &v))
     }
 }

@@ -480,7 +480,7 @@ impl PyTensor {
     /// Where the elements are NaN.
     ///
     /// >>> import math
-/// >>> import tapegrad as tg
+    /// >>> import tapegrad as tg
     /// >>> tg.tensor([1., math.nan]).isnan()
     /// tensor([False,  True])
     fn isnan(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
@@ -490,7 +490,7 @@ impl PyTensor {
     /// Where the elements are infinite.
     ///
     /// >>> import math
-/// >>> import tapegrad as tg
+    /// >>> import tapegrad as tg
     /// >>> tg.tensor([1., -math.inf]).isinf()
     /// tensor([False,  True])
     fn isinf(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
@@ -500,7 +500,7 @@ impl PyTensor {
     /// Where the elements are finite (neither NaN nor infinite).
     ///
     /// >>> import math
-/// >>> import tapegrad as tg
+    /// >>> import tapegrad as tg
     /// >>> tg.tensor([1., math.nan, math.inf]).isfinite()
     /// tensor([ True, False, False])
     fn isfinite(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
@@ -511,7 +511,7 @@ impl PyTensor {
     /// and lowest finite values); the gradient is 0 where the element was not finite.
     ///
     /// >>> import math
-/// >>> import tapegrad as tg
+    /// >>> import tapegrad as tg
     /// >>> tg.tensor([math.nan, 1.]).nan_to_num()
     /// tensor([0., 1.])
     #[pyo3(signature = (nan=0.0, posinf=None, neginf=None))]
@@ -522,7 +522,7 @@ impl PyTensor {
     /// `nan_to_num` in place; returns the tensor.
     ///
     /// >>> import math
-/// >>> import tapegrad as tg
+    /// >>> import tapegrad as tg
     /// >>> tg.tensor([math.inf, 1.]).nan_to_num_(posinf=9.)
     /// tensor([9., 1.])
     #[pyo3(signature = (nan=0.0, posinf=None, neginf=None))]

@@ -5,13 +5,13 @@
 //! leaf (PyTorch does the same for a non-leaf). The values travel as a NumPy array, so pickles are
 //! as portable as NumPy's and carry the exact dtype.
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple};
 
 use super::convert::{tensor_from_numpy, to_numpy};
 use super::tensor::PyTensor;
+use crate::error::Error;
 use crate::tensor::format::{print_options, set_print_options, PrintOptions};
 
 /// The function that rebuilds a pickled tensor, handed over when the module is made (a pickle
@@ -41,7 +41,7 @@ impl PyTensor {
     /// >>> pickle.loads(pickle.dumps(tg.tensor([1.5, 2.0], requires_grad=True)))
     /// tensor([1.5000, 2.0000], requires_grad=True)
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let rebuild = REBUILD.get(py).ok_or_else(|| PyRuntimeError::new_err("tapegrad is not initialised"))?;
+        let rebuild = REBUILD.get(py).ok_or_else(|| Error::value("tapegrad is not initialised"))?;
         let values = to_numpy(py, &self.inner)?;
         let args =
             PyTuple::new(py, [values.into_any(), self.inner.requires_grad().into_pyobject(py)?.to_owned().into_any()])?;
@@ -59,9 +59,9 @@ impl PyTensor {
         let py = slf.py();
         let t = &slf.get().inner;
         if !t.is_leaf() {
-            return Err(PyRuntimeError::new_err(
+            return Err(PyErr::from(Error::autograd(
                 "Only tensors created explicitly by the user (graph leaves) support the deepcopy protocol",
-            ));
+            )));
         }
         let copy = values_copy(t)?;
         if t.requires_grad() {
@@ -93,7 +93,7 @@ impl PyTensor {
         if spec.is_empty() {
             return slf.str()?.extract();
         }
-        Err(PyTypeError::new_err("unsupported format string passed to Tensor.__format__"))
+        Err(Error::Type("unsupported format string passed to Tensor.__format__".into()).into())
     }
 }
 
@@ -120,17 +120,15 @@ fn set_printoptions(
 ) -> PyResult<()> {
     let mut opts = match profile {
         Some(name) => PrintOptions::profile(name).ok_or_else(|| {
-            PyValueError::new_err(format!(
-                "set_printoptions: unknown profile '{name}' (expected default, short or full)"
-            ))
+            Error::value(format!("set_printoptions: unknown profile '{name}' (expected default, short or full)"))
         })?,
         None => print_options(),
     };
     if let Some(t) = threshold {
         if t.is_nan() || t < 0.0 {
-            return Err(PyValueError::new_err(format!(
+            return Err(PyErr::from(Error::value(format!(
                 "set_printoptions: threshold must be a non-negative number, got {t}"
-            )));
+            ))));
         }
         // An infinite threshold (PyTorch's way to say "never summarize") saturates.
         opts.threshold = if t >= usize::MAX as f64 { usize::MAX } else { t as usize };

@@ -197,10 +197,10 @@ class Optimizer:
             state = self.state.get(p)
             if not state:
                 # Filled completely before it is published, so another thread stepping the same
-                # optimizer never sees a half-made state.
+                # optimizer never sees a half-made state; if one published first, its state is used.
                 state = {}
                 self._init_state(p, group, state)
-                self.state[p] = state
+                state = self.state.setdefault(p, state)
             params.append(p)
             grads.append(g)
             states.append(self._state_tensors(group, state))

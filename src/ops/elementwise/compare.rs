@@ -178,22 +178,29 @@ impl Tensor {
         Ok(out)
     }
 
-    /// `clamp` with bounds of any scalar kind: an integer bound of an int64 tensor stays exact.
+    /// The dtype `clamp` with these bounds computes in, as in PyTorch: a float bound makes an integer
+    /// or bool tensor float32 (so clamping int64 to 0.5 does not round the bound), an int bound makes
+    /// a bool tensor int64; a bool bound changes nothing.
+    pub fn clamp_result_dtype(&self, min: Option<Scalar>, max: Option<Scalar>) -> DType {
+        let numbers = [min, max].into_iter().flatten().filter(|s| !matches!(s, Scalar::Bool(_)));
+        numbers.fold(self.dtype(), |dt, s| s.result_dtype_with(dt))
+    }
+
+    /// `clamp` with bounds of any scalar kind, in `clamp_result_dtype`: an integer bound of an int64
+    /// tensor stays exact.
     pub fn clamp_scalar(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
         if min.is_none() && max.is_none() {
             return Err(Error::value("torch.clamp: At least one of 'min' or 'max' must not be None"));
         }
+        let want = self.clamp_result_dtype(min, max);
+        if want != self.dtype() {
+            return self.to_dtype(want)?.clamp_scalar(min, max);
+        }
         let out = match self.dtype() {
             DType::Int64 => {
-                // A float bound rounds inward (an int64 tensor with a float bound is made float32 by
-                // the bindings, as in PyTorch; this serves Rust callers).
-                let bound = |b: Scalar, up: bool| match b {
-                    Scalar::Float(v) if up => v.ceil() as i64,
-                    Scalar::Float(v) => v.floor() as i64,
-                    other => other.as_i64(),
-                };
+                // Only int and bool bounds get here: a float bound made the tensor float32 above.
                 let (lo, hi) =
-                    (min.map(|v| bound(v, true)).unwrap_or(i64::MIN), max.map(|v| bound(v, false)).unwrap_or(i64::MAX));
+                    (min.map(Scalar::as_i64).unwrap_or(i64::MIN), max.map(Scalar::as_i64).unwrap_or(i64::MAX));
                 map(self, move |x: i64| x.max(lo).min(hi))?
             }
             dt => dispatch_float!(dt, "clamp", T => {
@@ -215,8 +222,16 @@ impl Tensor {
         Ok(out)
     }
 
-    /// In-place `clamp_scalar`.
+    /// In-place `clamp_scalar`. Refused when the bounds would change the dtype (a float bound of an
+    /// integer tensor), as in PyTorch: the result could not be written back without rounding.
     pub fn clamp_scalar_(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<()> {
+        let want = self.clamp_result_dtype(min, max);
+        if want != self.dtype() {
+            return Err(Error::dtype(format!(
+                "clamp_: result type {want} can't be cast to the desired output type {}",
+                self.dtype()
+            )));
+        }
         self.apply_inplace("clamp_", &[], |x| x.clamp_scalar(min, max))
     }
 
