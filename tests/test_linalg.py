@@ -314,10 +314,19 @@ def test_products_grads():
     check(lambda x, y: tg.tensordot(x, y, dims=([0], [1])), m, t64(RNG.standard_normal((4, 2)), True))
 
 
+def test_matrix_power_zero_is_the_identity_even_for_nan():
+    A = t64(np.full((2, 3, 3), np.nan), True)
+    out = tg.linalg.matrix_power(A, 0)
+    np.testing.assert_array_equal(out.detach().numpy(), np.broadcast_to(np.eye(3), (2, 3, 3)))
+    out.sum().backward()
+    np.testing.assert_array_equal(A.grad.numpy(), np.zeros((2, 3, 3)))
+
+
 def test_norm_gradient_at_zero_is_zero():
-    x = t64(np.zeros(3), True)
-    tg.linalg.vector_norm(x).backward()
-    np.testing.assert_array_equal(x.grad.numpy(), np.zeros(3))
+    for ord in (2, 1, 3, math.inf):
+        x = t64(np.zeros(3), True)
+        tg.linalg.vector_norm(x, ord).backward()
+        np.testing.assert_array_equal(x.grad.numpy(), np.zeros(3))
     p = t64([[0.0, 0.0]], True)
     tg.cdist(p, t64([[0.0, 0.0]])).sum().backward()
     np.testing.assert_array_equal(p.grad.numpy(), np.zeros((1, 2)))

@@ -539,7 +539,9 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are {A.shape[-2] if A.ndim >= 2 else ''} by {A.shape[-1] if A.ndim else ''} matrices")
     if n == 0:
-        return (_eye_like(A, A.shape[-1]) + 0 * A).detach() if not A.requires_grad else _eye_like(A, A.shape[-1]) + 0 * A
+        # The identity whatever A holds (NaN included); connected to A with a zero gradient, as PyTorch.
+        eye = _eye_like(A, A.shape[-1]).expand(*A.shape)
+        return _C.where(ones_like(A, dtype=_C.bool), eye, A) if A.requires_grad else eye.clone()
     if n < 0:
         A, n = inv(A), -n
     result = None
