@@ -419,3 +419,42 @@ def test_gradients_match_torch():
     r = RNG.standard_normal((4, 4))
     both(lambda x: tg.linalg.qr(x).R, lambda x: torch.linalg.qr(x).R, r)
     both(lambda x: tg.linalg.svdvals(x).sum() * 1.0, lambda x: torch.linalg.svdvals(x).sum(), r)
+
+
+TORCH_CASES = {
+    # name: (tapegrad function, torch function name path, input shapes)
+    "solve": (lambda a, b: tg.linalg.solve(a, b), lambda t, a, b: t.linalg.solve(a, b), [(3, 3), (3, 2)]),
+    "slogdet": (lambda a: tg.linalg.slogdet(a).logabsdet, lambda t, a: t.linalg.slogdet(a).logabsdet, [(3, 3)]),
+    "qr_Q": (lambda a: tg.linalg.qr(a).Q, lambda t, a: t.linalg.qr(a).Q, [(4, 3)]),
+    "qr_wide": (lambda a: tg.linalg.qr(a).R, lambda t, a: t.linalg.qr(a).R, [(2, 4)]),
+    "svd_uv": (lambda a: (lambda r: r.U @ r.Vh)(tg.linalg.svd(a, full_matrices=False)),
+               lambda t, a: (lambda r: r.U @ r.Vh)(t.linalg.svd(a, full_matrices=False)), [(4, 3)]),
+    "pinv": (lambda a: tg.linalg.pinv(a), lambda t, a: t.linalg.pinv(a), [(4, 3)]),
+    "lstsq": (lambda a, b: tg.linalg.lstsq(a, b).solution, lambda t, a, b: t.linalg.lstsq(a, b).solution,
+              [(4, 3), (4, 2)]),
+    "nuc": (lambda a: tg.linalg.matrix_norm(a, "nuc"), lambda t, a: t.linalg.matrix_norm(a, "nuc"), [(3, 4)]),
+    "norm2": (lambda a: tg.linalg.matrix_norm(a, 2), lambda t, a: t.linalg.matrix_norm(a, 2), [(3, 4)]),
+    "cdist": (lambda a, b: tg.cdist(a, b), lambda t, a, b: t.cdist(a, b), [(3, 2), (4, 2)]),
+    "cdist_p1": (lambda a, b: tg.cdist(a, b, p=1.0), lambda t, a, b: t.cdist(a, b, p=1.0), [(3, 2), (4, 2)]),
+    "einsum": (lambda a, b: tg.einsum("ij,kj->ik", a, b), lambda t, a, b: t.einsum("ij,kj->ik", a, b),
+               [(3, 2), (4, 2)]),
+    "kron": (lambda a, b: tg.kron(a, b), lambda t, a, b: t.kron(a, b), [(2, 3), (2, 2)]),
+    "matrix_power": (lambda a: tg.linalg.matrix_power(a, -2), lambda t, a: t.linalg.matrix_power(a, -2),
+                     [(3, 3)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TORCH_CASES))
+def test_values_and_gradients_match_torch(name):
+    torch = pytest.importorskip("torch")
+    fn_tg, fn_torch, shapes = TORCH_CASES[name]
+    arrays = [RNG.standard_normal(s) + (2 * np.eye(s[0]) if s[0] == s[1] else 0) for s in shapes]
+    xs = [t64(a, True) for a in arrays]
+    rs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out, ref = fn_tg(*xs), fn_torch(torch, *rs)
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-8, atol=1e-10)
+    g = RNG.standard_normal(tuple(ref.shape))
+    out.backward(t64(g))
+    ref.backward(torch.tensor(g))
+    for x, r in zip(xs, rs):
+        np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), rtol=1e-7, atol=1e-9)
