@@ -458,3 +458,21 @@ def test_values_and_gradients_match_torch(name):
     ref.backward(torch.tensor(g))
     for x, r in zip(xs, rs):
         np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), rtol=1e-7, atol=1e-9)
+
+
+def test_tensor_methods_are_the_functions():
+    m = RNG.standard_normal((3, 3)) + 3 * np.eye(3)
+    v, w = RNG.standard_normal(3), RNG.standard_normal(3)
+    M, V, W = t64(m), t64(v), t64(w)
+    np.testing.assert_allclose(V.dot(W).numpy(), v @ w)
+    np.testing.assert_allclose(V.outer(W).numpy(), np.outer(v, w))
+    np.testing.assert_allclose(M.mv(V).numpy(), m @ v)
+    np.testing.assert_allclose(M.addmm(M, M, alpha=2).numpy(), m + 2 * m @ m)
+    np.testing.assert_allclose(V.cross(W).numpy(), np.cross(v, w))
+    np.testing.assert_allclose(M.kron(M).numpy(), np.kron(m, m))
+    np.testing.assert_allclose(M.det().numpy(), np.linalg.det(m))
+    np.testing.assert_allclose(M.inverse().numpy(), np.linalg.inv(m), rtol=1e-12)
+    np.testing.assert_allclose(M.matrix_power(3).numpy(), np.linalg.matrix_power(m, 3), rtol=1e-12)
+    np.testing.assert_allclose(M.norm().numpy(), np.linalg.norm(m))
+    np.testing.assert_allclose(M.norm(p=1, dim=1).numpy(), np.abs(m).sum(1))
+    np.testing.assert_allclose(M.norm(p="nuc").numpy(), np.linalg.norm(m, "nuc"))

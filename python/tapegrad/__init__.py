@@ -104,7 +104,22 @@ from ._grad_mode import (
     no_grad,
     set_grad_enabled,
 )
-from ._products import addmm, addmv, baddbmm, cdist, cross, dot, einsum, inner, kron, mv, outer, tensordot, vdot
+from ._products import (
+    _install_tensor_methods,
+    addmm,
+    addmv,
+    baddbmm,
+    cdist,
+    cross,
+    dot,
+    einsum,
+    inner,
+    kron,
+    mv,
+    outer,
+    tensordot,
+    vdot,
+)
 from ._serialization import load, save
 from ._tapegrad import (
     Tensor,
@@ -338,3 +353,5 @@ __all__ = [
     "linalg", "dot", "vdot", "inner", "outer", "mv", "addmm", "addmv", "baddbmm", "tensordot", "kron",
     "cross", "cdist", "einsum",
 ]
+
+_install_tensor_methods()  # t.dot, t.outer, t.norm, t.det, t.inverse ... (python/tapegrad/_products.py)

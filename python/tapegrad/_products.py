@@ -425,3 +425,37 @@ def _contract(s0: str, a: Tensor, s1: str, b: Tensor, later: set[str], size: dic
         raise RuntimeError(f"einsum(): expected all operands to have the same dtype, got {A.dtype} and {B.dtype}")
     C = A.bmm(B).reshape(*[size[c] for c in batch + m_idx + n_idx])
     return "".join(batch + m_idx + n_idx), C
+
+
+def _tensor_norm(self: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    """``Tensor.norm``, PyTorch's older spelling: ``"fro"`` (and a number ``p``) is the vector
+    ``p``-norm over ``dim`` (every element when ``None``), ``"nuc"`` the nuclear norm of a matrix.
+
+    >>> import tapegrad as tg
+    >>> tg.tensor([[3., 0.], [0., 4.]]).norm()
+    tensor(5.)
+    """
+    from . import linalg
+
+    if p == "nuc":
+        return linalg.matrix_norm(self, "nuc", tuple(dim) if dim is not None else (-2, -1), keepdim, dtype=dtype)
+    if p == "fro" or p is None:
+        p = 2
+    if isinstance(p, str):
+        raise RuntimeError(f"norm: unsupported p {p!r}; use a number, 'fro' or 'nuc'")
+    return linalg.vector_norm(self, p, dim, keepdim, dtype=dtype)
+
+
+def _install_tensor_methods() -> None:
+    """The products and a few tg.linalg functions as ``Tensor`` methods, as PyTorch has them."""
+    from . import linalg
+
+    methods: dict[str, Any] = {
+        "dot": dot, "vdot": vdot, "inner": inner, "outer": outer, "ger": outer, "mv": mv, "addmm": addmm,
+        "addmv": addmv, "baddbmm": baddbmm, "kron": kron, "cross": cross, "norm": _tensor_norm,
+        "det": linalg.det, "inverse": linalg.inv, "matrix_power": linalg.matrix_power,
+        "pinverse": lambda self, rcond=1e-15: linalg.pinv(self, rtol=rcond),
+    }
+    for name, fn in methods.items():
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, fn)
