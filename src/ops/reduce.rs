@@ -34,7 +34,7 @@ fn better<T: PartialOrd>(largest: bool, x: T, best: T) -> bool {
 }
 
 /// Normalises `dims` (None: all) into sorted, distinct, non-negative dimensions.
-fn reduce_dims(dims: Option<&[isize]>, ndim: usize) -> Result<Vec<usize>> {
+pub(crate) fn reduce_dims(dims: Option<&[isize]>, ndim: usize) -> Result<Vec<usize>> {
     let mut out: Vec<usize> = match dims {
         None => (0..ndim).collect(),
         Some(ds) => ds.iter().map(|&d| wrap_dim(d, ndim)).collect::<Result<_>>()?,

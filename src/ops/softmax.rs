@@ -19,24 +19,6 @@ fn float_input(t: &Tensor, op: &str) -> Result<()> {
     }
 }
 
-/// Distinct non-negative dims (all when None); empty for a 0-dim tensor.
-fn norm_dims(dims: Option<&[isize]>, ndim: usize) -> Result<Vec<usize>> {
-    let mut out: Vec<usize> = match dims {
-        None => (0..ndim).collect(),
-        Some(ds) => ds.iter().map(|&d| wrap_dim(d, ndim)).collect::<Result<_>>()?,
-    };
-    out.sort_unstable();
-    let n = out.len();
-    out.dedup();
-    if out.len() != n {
-        return Err(Error::value("dim appears multiple times in the list of dims"));
-    }
-    if ndim == 0 {
-        out.clear();
-    }
-    Ok(out)
-}
-
 fn squeeze_dims(mut t: Tensor, dims: &[usize]) -> Result<Tensor> {
     for &d in dims.iter().rev() {
         t = t.squeeze_dim(d as isize)?;
@@ -49,7 +31,7 @@ impl Tensor {
     /// are computed in float32, as in PyTorch.
     pub fn logsumexp(&self, dims: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
         let x = if self.dtype().is_float() { self.clone() } else { self.to_dtype(DType::Float32)? };
-        let rd = norm_dims(dims, x.ndim())?;
+        let rd = super::reduce::reduce_dims(dims, x.ndim())?;
         let idims: Vec<isize> = rd.iter().map(|&d| d as isize).collect();
         let empty = rd.iter().any(|&d| x.shape()[d] == 0);
         let r = if empty || x.ndim() == 0 {
@@ -121,7 +103,7 @@ impl Tensor {
                 self.dtype()
             )));
         }
-        let rd = norm_dims(dims, self.ndim())?;
+        let rd = super::reduce::reduce_dims(dims, self.ndim())?;
         let idims: Vec<isize> = rd.iter().map(|&d| d as isize).collect();
         let count: usize = rd.iter().map(|&d| self.shape()[d]).product();
         let mean = self.mean(Some(&idims), true)?;

@@ -1,11 +1,15 @@
 //! `_optimizer_step`: the one native call per parameter group that `tapegrad.optim`'s optimizers
 //! make (the math is in `ops/optim.rs`).
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+// The ValueErrors below are about calls of this private entry point that the Python optimizers never
+// make (a missing hyperparameter, mismatched lists); the error enum has no ValueError for them.
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use super::gateway::{enter, Cost};
 use super::tensor::{expect_tensor, PyTensor};
+use crate::error::Error;
 use crate::ops::optim::{Rule, Slot};
 use crate::Tensor;
 
@@ -14,8 +18,8 @@ fn number(h: &Bound<'_, PyDict>, key: &str) -> PyResult<f64> {
     match h.get_item(key)? {
         Some(v) if !v.is_instance_of::<pyo3::types::PyBool>() => v
             .extract::<f64>()
-            .map_err(|_| PyTypeError::new_err(format!("optimizer hyperparameter {key} must be a number, got {v:?}"))),
-        Some(v) => Err(PyTypeError::new_err(format!("optimizer hyperparameter {key} must be a number, got {v:?}"))),
+            .map_err(|_| Error::Type(format!("optimizer hyperparameter {key} must be a number, got {v:?}")).into()),
+        Some(v) => Err(Error::Type(format!("optimizer hyperparameter {key} must be a number, got {v:?}")).into()),
         None => Err(PyValueError::new_err(format!("optimizer hyperparameter {key} is missing"))),
     }
 }
@@ -25,7 +29,7 @@ fn flag(h: &Bound<'_, PyDict>, key: &str) -> PyResult<bool> {
     match h.get_item(key)? {
         Some(v) => v
             .extract::<bool>()
-            .map_err(|_| PyTypeError::new_err(format!("optimizer flag {key} must be a bool, got {v:?}"))),
+            .map_err(|_| Error::Type(format!("optimizer flag {key} must be a bool, got {v:?}")).into()),
         None => Err(PyValueError::new_err(format!("optimizer flag {key} is missing"))),
     }
 }
@@ -112,7 +116,7 @@ fn _optimizer_step(
         let step = if steps[i].is_none() { None } else { Some(expect_tensor(&steps[i], "a step counter")?) };
         slots.push(Slot { param, grad, states: st, step, fresh });
     }
-    py.detach(|| crate::ops::optim::step(&rule, &slots))?;
+    enter(py, Cost::Heavy, || crate::ops::optim::step(&rule, &slots))?;
     slots.into_iter().map(|s| s.states.into_iter().map(|t| PyTensor::wrap(py, t)).collect()).collect()
 }
 

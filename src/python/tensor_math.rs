@@ -5,17 +5,14 @@
 use pyo3::prelude::*;
 
 use super::convert::{operand, tensor_arg, Operand};
+use super::gateway::{enter_tensor, Cost};
 use super::tensor::PyTensor;
 use crate::ops::elementwise::Bitwise;
 use crate::{Result, Tensor};
 
-/// Elements above which a kernel runs with the GIL released.
-const DETACH_OVER: usize = 1 << 15;
-
-/// `f(t)` as a Python tensor, run without the GIL when `t` is large enough to be worth the switch.
+/// `f(t)` as a Python tensor, through the gateway (NOTE [The gateway]): a kernel over `t`'s elements.
 fn run(py: Python<'_>, t: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor> + Send) -> PyResult<Py<PyAny>> {
-    let out = if t.numel() > DETACH_OVER { py.detach(|| f(t))? } else { f(t)? };
-    Ok(PyTensor::wrap(py, out)?.into_any())
+    enter_tensor(py, Cost::Elements(t.numel()), || f(t))
 }
 
 /// Stores `f(old value)` in the tensor (the in-place form `op`) and returns the same object.
@@ -644,7 +641,7 @@ fn addc_args(
     let v = match value {
         None => crate::Scalar::Int(1),
         Some(v) => super::convert::scalar(v)
-            .ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("addcmul/addcdiv: value must be a number"))?,
+            .ok_or_else(|| crate::error::Error::Type("addcmul/addcdiv: value must be a number".into()))?,
     };
     Ok((tensor_arg(t1, Some(t.dtype()))?, tensor_arg(t2, Some(t.dtype()))?, v))
 }

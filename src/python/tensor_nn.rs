@@ -2,23 +2,18 @@
 //! var/std, gather, scatter_add, index_select, index_add and one_hot. Each converts its arguments
 //! and calls the core (`ops/softmax.rs`, `ops/reduce.rs`, `ops/index.rs`).
 
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt};
 
 use super::convert::parse_dtype;
+use super::gateway::{enter, Cost};
 use super::tensor::{expect_tensor, PyTensor};
+use crate::error::Error;
 use crate::{Result, Tensor};
 
-/// Elements above which a kernel runs with the GIL released.
-const DETACH_OVER: usize = 1 << 15;
-
+/// A kernel over `size` elements, through the gateway (NOTE [The gateway]).
 fn run(py: Python<'_>, size: usize, f: impl FnOnce() -> Result<Tensor> + Send) -> PyResult<Tensor> {
-    if size > DETACH_OVER {
-        Ok(py.detach(f)?)
-    } else {
-        Ok(f()?)
-    }
+    enter(py, Cost::Elements(size), f)
 }
 
 fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyAny>> {
@@ -31,17 +26,17 @@ fn dims_arg(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<isize>>> {
         None => Ok(None),
         Some(d) if d.is_none() => Ok(None),
         Some(d) if d.is_instance_of::<PyBool>() => {
-            Err(PyTypeError::new_err("dim must be an int or a sequence of ints, not bool"))
+            Err(Error::Type("dim must be an int or a sequence of ints, not bool".into()).into())
         }
         Some(d) if d.is_instance_of::<PyInt>() => Ok(Some(vec![d.extract()?])),
         Some(d) => {
             let dims: Vec<isize> = d
                 .try_iter()
                 .map_err(|_| {
-                    PyTypeError::new_err(format!(
+                    PyErr::from(Error::Type(format!(
                         "dim must be an int or a sequence of ints, got {}",
                         d.get_type().name().map(|n| n.to_string()).unwrap_or_default()
-                    ))
+                    )))
                 })?
                 .map(|x| x?.extract::<isize>())
                 .collect::<PyResult<_>>()?;
@@ -62,12 +57,12 @@ fn with_dtype(t: &Tensor, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Tensor> 
 fn correction_arg(unbiased: Option<bool>, correction: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
     let c = correction.filter(|c| !c.is_none());
     match (unbiased, c) {
-        (Some(_), Some(_)) => Err(PyTypeError::new_err("var/std: pass either unbiased or correction, not both")),
+        (Some(_), Some(_)) => Err(Error::Type("var/std: pass either unbiased or correction, not both".into()).into()),
         (Some(u), None) => Ok(if u { 1.0 } else { 0.0 }),
         (None, Some(c)) if c.is_instance_of::<PyBool>() => {
-            Err(PyTypeError::new_err("correction must be a number, not bool"))
+            Err(Error::Type("correction must be a number, not bool".into()).into())
         }
-        (None, Some(c)) => c.extract::<f64>().map_err(|_| PyTypeError::new_err("correction must be a number")),
+        (None, Some(c)) => c.extract::<f64>().map_err(|_| Error::Type("correction must be a number".into()).into()),
         (None, None) => Ok(1.0),
     }
 }
@@ -80,7 +75,7 @@ fn split_dim_unbiased<'py>(
     match dim {
         Some(d) if d.is_instance_of::<PyBool>() => {
             if unbiased.is_some() {
-                return Err(PyTypeError::new_err("var/std: unbiased given twice"));
+                return Err(Error::Type("var/std: unbiased given twice".into()).into());
             }
             Ok((None, Some(d.extract()?)))
         }
@@ -159,7 +154,7 @@ impl PyTensor {
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn argmin(&self, py: Python<'_>, dim: Option<isize>, keepdim: bool) -> PyResult<Py<PyAny>> {
         if self.inner.dtype() == crate::DType::Bool {
-            return Err(pyo3::exceptions::PyRuntimeError::new_err("argmin(): does not support bool input"));
+            return Err(PyErr::from(Error::value("argmin(): does not support bool input")));
         }
         wrap(py, self.inner.argmin(dim, keepdim)?)
     }
@@ -193,10 +188,10 @@ impl PyTensor {
     fn gather(&self, py: Python<'_>, dim: isize, index: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let idx = expect_tensor(index, "gather's index")?;
         if idx.dtype() != crate::DType::Int64 {
-            return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+            return Err(PyErr::from(Error::value(format!(
                 "gather(): Expected dtype int64 for index, got {}",
                 idx.dtype()
-            )));
+            ))));
         }
         wrap(py, run(py, idx.numel(), || self.inner.gather(dim, &idx))?)
     }
@@ -257,11 +252,7 @@ fn one_hot(py: Python<'_>, tensor: &Bound<'_, PyAny>, num_classes: i64) -> PyRes
     let t = expect_tensor(tensor, "one_hot's tensor")?;
     let c = match num_classes {
         -1 => None,
-        c if c < 0 => {
-            return Err(pyo3::exceptions::PyRuntimeError::new_err(
-                "one_hot(): num_classes should be -1 or non-negative",
-            ))
-        }
+        c if c < 0 => return Err(PyErr::from(Error::value("one_hot(): num_classes should be -1 or non-negative"))),
         c => Some(c as usize),
     };
     wrap(py, t.one_hot(c)?)

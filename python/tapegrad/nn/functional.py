@@ -1,9 +1,7 @@
 """``tapegrad.nn.functional``: the layers, activations and losses of ``tapegrad.nn`` as functions.
 
-Everything here is a composition of differentiable tapegrad operations, so gradients of any order
-come from the parts. The activations that another part of tapegrad will provide natively (``silu``,
-``gelu``, ``elu``, ``selu``, ``leaky_relu``, ``hardtanh``, ``softplus``, ``logsigmoid``) are written
-once each below, in the "activations" block, each switchable to the native operation in one line.
+Everything here is a native operation or a composition of differentiable tapegrad operations, so
+gradients of any order come from the parts.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ import numpy as np
 
 import tapegrad as tg
 
-from .._function import Function, FunctionCtx
+from .. import _tapegrad as _C
 from .._tapegrad import one_hot
 
 if TYPE_CHECKING:
@@ -231,28 +229,9 @@ def batch_norm(
 
 
 # ---- activations --------------------------------------------------------------------------------
-# Until tapegrad has them natively, each of silu, gelu, elu, selu, leaky_relu, hardtanh, softplus and
-# logsigmoid is a composition here; switching one to the native operation is a one-line change.
-
-
-class _Erf(Function):
-    """The error function: the value from ``math.erf`` (NumPy has none), the derivative
-    ``2/sqrt(pi) * exp(-x**2)`` written with tapegrad operations (so it differentiates again)."""
-
-    @staticmethod
-    def forward(ctx: FunctionCtx, x: Tensor) -> Tensor:
-        ctx.save_for_backward(x)
-        values = np.vectorize(math.erf, otypes=[np.float64])(x.detach().numpy().astype(np.float64))
-        return tg.tensor(values, dtype=x.dtype)
-
-    @staticmethod
-    def backward(ctx: FunctionCtx, g: Tensor) -> Tensor:
-        (x,) = ctx.saved_tensors
-        return g * (x * x).neg().exp() * (2.0 / math.sqrt(math.pi))
-
-
-def _erf(x: Tensor) -> Tensor:
-    return _Erf.apply(x)
+# silu, gelu, elu, selu, leaky_relu, hardtanh, softplus and logsigmoid are tapegrad's native
+# operations (their own kernels and backward formulas, PyTorch's conventions at the kinks), with the
+# signatures of torch.nn.functional; they are assigned after relu, tanh and sigmoid below.
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -285,92 +264,14 @@ def sigmoid(input: Tensor) -> Tensor:
     return input.sigmoid()
 
 
-def gelu(input: Tensor, approximate: str = "none") -> Tensor:
-    """``x * Phi(x)`` (``approximate="tanh"``: the tanh approximation).
-
-    >>> import tapegrad as tg
-    >>> tg.nn.functional.gelu(tg.tensor([0., 1.]))
-    tensor([0.0000, 0.8413])
-    """
-    if approximate == "tanh":
-        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
-        return input * 0.5 * (inner.tanh() + 1.0)
-    if approximate != "none":
-        raise ValueError(f"approximate argument must be either none or tanh, got {approximate!r}")
-    return input * 0.5 * (_erf(input * (1.0 / math.sqrt(2.0))) + 1.0)
-
-
-def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    """``x * sigmoid(x)``.
-
-    >>> import tapegrad as tg
-    >>> tg.nn.functional.silu(tg.tensor([0., 1.]))
-    tensor([0.0000, 0.7311])
-    """
-    return input * input.sigmoid()
-
-
-def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere.
-
-    >>> import tapegrad as tg
-    >>> tg.nn.functional.elu(tg.tensor([-1., 2.]))
-    tensor([-0.6321,  2.0000])
-    """
-    neg = (input.clamp(max=0.0).exp() - 1.0) * alpha
-    return tg.where(input > 0, input, neg)
-
-
-def selu(input: Tensor, inplace: bool = False) -> Tensor:
-    """``scale * elu(x, alpha)`` with SELU's constants.
-
-    >>> import tapegrad as tg
-    >>> tg.nn.functional.selu(tg.tensor([1.]))
-    tensor([1.0507])
-    """
-    return elu(input, 1.6732632423543772848170429916717) * 1.0507009873554804934193349852946
-
-
-def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
-    """``x`` where positive, ``negative_slope * x`` elsewhere.
-
-    >>> import tapegrad as tg
-    >>> tg.nn.functional.leaky_relu(tg.tensor([-1., 2.]), 0.1)
-    tensor([-0.1000,  2.0000])
-    """
-    return tg.where(input > 0, input, input * negative_slope)
-
-
-def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
-    """``x`` clamped to ``[min_val, max_val]``.
-
-    >>> import tapegrad as tg
-    >>> tg.nn.functional.hardtanh(tg.tensor([-3., 0.5]))
-    tensor([-1.0000,  0.5000])
-    """
-    return input.clamp(min_val, max_val)
-
-
-def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """``log(1 + exp(beta * x)) / beta``; ``x`` itself where ``beta * x > threshold``.
-
-    >>> import tapegrad as tg
-    >>> tg.nn.functional.softplus(tg.tensor([0., 30.]))
-    tensor([ 0.6931, 30.0000])
-    """
-    z = input * beta
-    soft = (z.clamp(max=threshold).exp() + 1.0).log() / beta
-    return tg.where(z > threshold, input, soft)
-
-
-def logsigmoid(input: Tensor) -> Tensor:
-    """``log(sigmoid(x))``, computed stably: ``min(x, 0) - log(1 + exp(-|x|))``.
-
-    >>> import tapegrad as tg
-    >>> tg.nn.functional.logsigmoid(tg.tensor([0.]))
-    tensor([-0.6931])
-    """
-    return input.clamp(max=0.0) - ((input.abs().neg()).exp() + 1.0).log()
+gelu = _C.gelu
+silu = _C.silu
+elu = _C.elu
+selu = _C.selu
+leaky_relu = _C.leaky_relu
+hardtanh = _C.hardtanh
+softplus = _C.softplus
+logsigmoid = _C.logsigmoid
 
 
 def softmax(input: Tensor, dim: int, dtype: object = None) -> Tensor:
