@@ -50,6 +50,11 @@ def test_solve_vector_broadcast_and_left():
     v = RNG.standard_normal(3)
     x = tg.linalg.solve(t64(a), t64(v))
     np.testing.assert_allclose(x.numpy(), np.linalg.solve(a, v[None, :, None])[..., 0], rtol=1e-10)
+    m = RNG.standard_normal((3, 4))  # 2-D against a (2, 3, 3) batch: a matrix, broadcast, as PyTorch
+    np.testing.assert_allclose(tg.linalg.solve(t64(a), t64(m)).numpy(), np.linalg.solve(a, m[None]), rtol=1e-10)
+    vb = RNG.standard_normal((2, 3))  # A's shape without its last dimension: a batch of vectors
+    np.testing.assert_allclose(tg.linalg.solve(t64(a), t64(vb)).numpy(), np.linalg.solve(a, vb[..., None])[..., 0],
+                               rtol=1e-10)
     b = RNG.standard_normal((4, 3))
     xr = tg.linalg.solve(t64(a[0]), t64(b), left=False)
     np.testing.assert_allclose(xr.numpy() @ a[0], b, rtol=1e-10, atol=1e-12)

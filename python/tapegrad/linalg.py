@@ -241,8 +241,8 @@ def inv(A: Tensor) -> Tensor:
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """The solution ``X`` of ``A X = B`` (``X A = B`` with ``left=False``) for square ``A``.
 
-    ``B`` is a batch of vectors when it has one dimension less than ``A`` (or is 1-D); batch
-    dimensions broadcast.
+    ``B`` is a batch of vectors when it is 1-D or has ``A``'s shape without its last dimension;
+    batch dimensions broadcast.
 
     >>> import tapegrad as tg
     >>> tg.linalg.solve(tg.tensor([[2., 0.], [0., 4.]]), tg.tensor([2., 8.]))
@@ -256,7 +256,8 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
         raise RuntimeError(f"linalg.solve: The input tensor A must have at least 2 dimensions, got shape {tuple(A.shape)}")
     if A.dtype != B.dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type {A.dtype} and B of type {B.dtype} instead")
-    vector = B.ndim == 1 or B.ndim == A.ndim - 1
+    # PyTorch's rule: B is a (batch of) vector(s) when 1-D, or when its shape is A's without the last dim.
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     Bm = B.unsqueeze(-1) if vector else B
     if Bm.shape[-2] != A.shape[-1]:
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B ({tuple(A.shape)} and {tuple(B.shape)})")
