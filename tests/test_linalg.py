@@ -327,6 +327,25 @@ def test_matrix_power_zero_is_the_identity_even_for_nan():
     np.testing.assert_array_equal(A.grad.numpy(), np.zeros((2, 3, 3)))
 
 
+def test_det_gradient_at_a_singular_matrix_is_the_adjugate():
+    # d det / dA = adj(A)ᵀ; for [[a, b], [c, d]] that is [[d, -c], [-b, a]].
+    for m in ([[1.0, 2.0], [2.0, 4.0]], [[0.0, 0.0], [0.0, 0.0]], [[0.0, 3.0], [0.0, 5.0]]):
+        A = t64(m, True)
+        tg.linalg.det(A).backward()
+        (a, b), (c, d) = m
+        np.testing.assert_allclose(A.grad.numpy(), [[d, -c], [-b, a]], atol=1e-12)
+    # rank n-2 in 3x3: the adjugate is zero
+    A = t64(np.outer([1.0, 2.0, 3.0], [1.0, -1.0, 2.0]), True)
+    tg.linalg.det(A).backward()
+    np.testing.assert_allclose(A.grad.numpy(), np.zeros((3, 3)), atol=1e-12)
+    # a batch with one singular element: the other keeps det(A) A⁻ᵀ
+    a = np.stack([np.array([[2.0, 1.0], [1.0, 3.0]]), np.array([[1.0, 2.0], [2.0, 4.0]])])
+    A = t64(a, True)
+    tg.linalg.det(A).sum().backward()
+    np.testing.assert_allclose(A.grad.numpy()[0], np.linalg.det(a[0]) * np.linalg.inv(a[0]).T, rtol=1e-12)
+    np.testing.assert_allclose(A.grad.numpy()[1], [[4.0, -2.0], [-2.0, 1.0]], atol=1e-12)
+
+
 def test_norm_gradient_at_zero_is_zero():
     for ord in (2, 1, 3, math.inf):
         x = t64(np.zeros(3), True)

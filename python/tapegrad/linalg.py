@@ -100,7 +100,18 @@ class LinalgDet(Function):
     @staticmethod
     def backward(ctx, g):
         A, d = ctx.saved_tensors
-        return (g * d).unsqueeze(-1).unsqueeze(-1) * _mT(inv(A))
+        if (d == 0).to(_C.int64).sum().item() == 0:
+            return (g * d).unsqueeze(-1).unsqueeze(-1) * _mT(inv(A))
+        # A singular matrix (somewhere in the batch): the gradient is the transposed adjugate, from
+        # the SVD A = U S Vh as det(U) det(Vh) U diag(prod_{j != i} s_j) Vh. A first derivative only
+        # (computed on values), as PyTorch's at a singular matrix.
+        U, S, Vh = _C._linalg_svd(A.detach(), False, True)
+        assert U is not None and Vh is not None
+        n = S.shape[-1]
+        eye = _eye_like(S, n)
+        others = (S.unsqueeze(-2) * (1.0 - eye) + eye).prod(-1)
+        sign = _C._linalg_det(U) * _C._linalg_det(Vh)
+        return (g * sign).unsqueeze(-1).unsqueeze(-1) * ((U * others.unsqueeze(-2)) @ Vh)
 
 
 class LinalgSlogdet(Function):
@@ -282,7 +293,8 @@ def _broadcast(a: tuple[int, ...], b: tuple[int, ...], op: str) -> tuple[int, ..
 def det(A: Tensor) -> Tensor:
     """The determinant of a square matrix (or of each matrix of a batch).
 
-    Its gradient ``det(A) · A⁻ᵀ`` needs an invertible ``A``.
+    Its gradient is ``det(A) · A⁻ᵀ``, and at a singular ``A`` the transposed adjugate (from the
+    SVD; a first derivative only there, as in PyTorch).
 
     >>> import tapegrad as tg
     >>> tg.linalg.det(tg.tensor([[1., 2.], [3., 4.]]))
