@@ -86,7 +86,7 @@ __all__ = [
     "addcdiv",
     "_install_helpers", "_push_saved_tensors_hooks", "_pop_saved_tensors_hooks", "_set_inference_mode",
     "is_inference_mode_enabled", "_queue_callback", "_current_backward_id", "_current_backward_captures",
-    "_RngState", "_get_rng_state", "_set_rng_state", "_run_grad_edges", "_gradient_edge", "_increment_version",
+    "_RngState", "_get_rng_state", "_set_rng_state", "_run_grad_edges", "_run_from_edges", "_gradient_edge", "_increment_version",
     "var_mean", "one_hot",
     "_rebuild_tensor", "set_printoptions",
     "broadcast_tensors", "meshgrid", "hstack", "vstack", "dstack", "column_stack", "_pad_constant", "_atleast",
@@ -820,6 +820,13 @@ def _run_grad_edges(
     grad_outputs: Sequence[_TensorLike | None],
     retain_graph: _bool,
     create_graph: _bool,
+) -> list[Tensor | None]: ...
+def _run_from_edges(
+    roots: Sequence[tuple[Node, _int]],
+    grad_outputs: Sequence[_TensorLike | None],
+    retain_graph: _bool,
+    create_graph: _bool,
+    capture: Sequence[tuple[Node, _int]] | None = None,
 ) -> list[Tensor | None]: ...
 def _gradient_edge(t: Tensor) -> tuple[Node, _int]: ...
 def _increment_version(t: Tensor) -> None: ...

@@ -64,7 +64,7 @@ pub fn backward(
     inputs: Option<&[Tensor]>,
 ) -> Result<()> {
     match inputs {
-        None => run(roots, grad_roots, retain_graph, create_graph, &[]).map(|_| ()),
+        None => run(Roots::Tensors(roots), grad_roots, retain_graph, create_graph, &[]).map(|_| ()),
         Some(inputs) => {
             // A non-leaf input retains its gradient from now on, as in PyTorch; its retain hook
             // stores the gradient during the run (adding it here too counted it twice when the
@@ -72,7 +72,7 @@ pub fn backward(
             for t in inputs.iter().filter(|t| t.grad_fn().is_some()) {
                 t.retain_grad()?;
             }
-            let grads = run(roots, grad_roots, retain_graph, create_graph, &capture_edges(inputs))?;
+            let grads = run(Roots::Tensors(roots), grad_roots, retain_graph, create_graph, &capture_edges(inputs))?;
             for (i, (t, g)) in inputs.iter().zip(grads).enumerate() {
                 // A tensor named twice in `inputs` gets its gradient once, as in PyTorch.
                 if inputs[..i].iter().any(|u| u.same(t)) {
@@ -104,7 +104,7 @@ pub fn grad(
             return Err(Error::autograd(format!("input {i} of grad does not require grad")));
         }
     }
-    let grads = run(roots, grad_roots, retain_graph, create_graph, &capture_edges(inputs))?;
+    let grads = run(Roots::Tensors(roots), grad_roots, retain_graph, create_graph, &capture_edges(inputs))?;
     if !allow_unused {
         if let Some(i) = grads.iter().position(|g| g.is_none()) {
             return Err(Error::autograd(format!(
@@ -126,7 +126,21 @@ pub fn grad_at_edges(
     create_graph: bool,
 ) -> Result<Vec<Option<Tensor>>> {
     let capture: Vec<Option<Edge>> = edges.iter().cloned().map(Some).collect();
-    run(roots, grad_roots, retain_graph, create_graph, &capture)
+    run(Roots::Tensors(roots), grad_roots, retain_graph, create_graph, &capture)
+}
+
+/// A run that starts at gradient edges rather than tensors (PyTorch's `GradientEdge` given as an
+/// output of `grad` or `backward`): the seed of each flows into input slot `input_nr` of its node.
+/// `capture` names where gradients are read (None: nowhere); without captures every leaf reached
+/// accumulates, as `backward` does.
+pub fn run_from_edges(
+    roots: &[Edge],
+    grad_roots: &[Option<Tensor>],
+    retain_graph: bool,
+    create_graph: bool,
+    capture: &[Option<Edge>],
+) -> Result<Vec<Option<Tensor>>> {
+    run(Roots::Edges(roots), grad_roots, retain_graph, create_graph, capture)
 }
 
 /// Where the gradient of each tensor is read: its grad_fn's slot, or its leaf accumulator (made
@@ -175,8 +189,15 @@ impl Drop for DepthGuard {
     }
 }
 
+/// Where a backward run starts: tensors, or gradient edges (PyTorch's `GradientEdge` as an output).
+#[derive(Clone, Copy)]
+enum Roots<'a> {
+    Tensors(&'a [Tensor]),
+    Edges(&'a [Edge]),
+}
+
 fn run(
-    roots: &[Tensor],
+    roots: Roots<'_>,
     grad_roots: &[Option<Tensor>],
     retain_graph: bool,
     create_graph: bool,
@@ -200,7 +221,7 @@ fn run(
 
 /// One backward run on this thread, phase by phase (the numbers of the module header).
 fn run_here(
-    roots: &[Tensor],
+    roots: Roots<'_>,
     grad_roots: &[Option<Tensor>],
     retain_graph: bool,
     create_graph: bool,
@@ -213,7 +234,10 @@ fn run_here(
         queued: parking_lot::Mutex::new(Vec::new()),
     });
     let _callbacks = CallbacksGuard(CURRENT_CALLBACKS.with(|c| c.replace(Some(callbacks.clone()))));
-    let seeds = seed_roots(roots, grad_roots)?;
+    let seeds = match roots {
+        Roots::Tensors(roots) => seed_roots(roots, grad_roots)?,
+        Roots::Edges(edges) => seed_edges(edges, grad_roots)?,
+    };
     let mut task = GraphTask::discover(&seeds, retain_graph, create_graph);
     task.plan_capture(capture);
     task.seed_buffers(seeds)?;
@@ -296,6 +320,44 @@ fn seed_roots(roots: &[Tensor], grad_roots: &[Option<Tensor>]) -> Result<Vec<(Ed
             Error::autograd(format!("element {i} of tensors does not require grad and does not have a grad_fn"))
         })?;
         seeds.push((edge, seed_gradient(i, root, g.as_ref())?));
+    }
+    Ok(seeds)
+}
+
+/// The seeds of edge roots: the gradient given (of the shape of what flows there), or ones when
+/// that is a single element.
+fn seed_edges(edges: &[Edge], grad_roots: &[Option<Tensor>]) -> Result<Vec<(Edge, Tensor)>> {
+    if edges.len() != grad_roots.len() {
+        return Err(Error::value(format!("got {} tensors and {} gradients", edges.len(), grad_roots.len())));
+    }
+    let mut seeds = Vec::with_capacity(edges.len());
+    for (i, (edge, g)) in edges.iter().zip(grad_roots).enumerate() {
+        let meta = edge.node.output_meta.get(edge.input_nr).ok_or_else(|| {
+            Error::index(format!(
+                "gradient edge {i} names input {} of a node that has {}",
+                edge.input_nr,
+                edge.node.output_meta.len()
+            ))
+        })?;
+        let seed = match g {
+            None if meta.shape.iter().product::<usize>() != 1 => {
+                return Err(Error::autograd(format!(
+                    "grad can be implicitly created only for scalar outputs (output {i} has shape {})",
+                    fmt_shape(&meta.shape)
+                )))
+            }
+            None => Tensor::ones(&meta.shape, meta.dtype)?,
+            Some(g) if g.shape() != meta.shape.as_slice() => {
+                return Err(Error::shape(format!(
+                    "Mismatch in shape: grad_output[{i}] has a shape of {} and output[{i}] has a shape of {}.",
+                    fmt_shape(g.shape()),
+                    fmt_shape(&meta.shape)
+                )))
+            }
+            Some(g) if g.dtype() != meta.dtype => g.to_dtype(meta.dtype)?,
+            Some(g) => g.clone(),
+        };
+        seeds.push((edge.clone(), seed));
     }
     Ok(seeds)
 }

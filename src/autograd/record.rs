@@ -20,6 +20,13 @@ pub(crate) fn needs_grad(inputs: &[&Tensor]) -> bool {
     is_grad_enabled() && inputs.iter().any(|t| t.requires_grad())
 }
 
+/// True when every output shares the memory of an inference tensor: outside inference mode (inside
+/// it nothing is recorded anyway) only a view or an alias of an inference tensor does, and PyTorch
+/// leaves such views untracked (a leaf that does not require grad) even when the base requires grad.
+pub(crate) fn views_of_inference_tensors(outputs: &[&Tensor]) -> bool {
+    !outputs.is_empty() && outputs.iter().all(|o| o.storage().is_inference())
+}
+
 /// Records `outputs = op(inputs)` when needed. `make` builds the formula and the list of what it
 /// saves; it is only called when the operation is recorded, so unrecorded calls save nothing.
 pub(crate) fn record<B: Backward + 'static>(
@@ -28,7 +35,7 @@ pub(crate) fn record<B: Backward + 'static>(
     outputs: &[&Tensor],
     make: impl FnOnce() -> (B, Vec<Save>),
 ) {
-    if !needs_grad(inputs) {
+    if !needs_grad(inputs) || views_of_inference_tensors(outputs) {
         return;
     }
     let (formula, saves) = make();

@@ -86,7 +86,7 @@ fn sum_repeats(src: &Tensor, layout: &Layout) -> Result<(Tensor, Layout)> {
 }
 
 fn record_if(input: &Tensor, out: &Tensor, name: &'static str, formula: impl FnOnce() -> Box<dyn Backward>) {
-    if crate::autograd::record::needs_grad(&[input]) {
+    if crate::autograd::record::needs_grad(&[input]) && !crate::autograd::record::views_of_inference_tensors(&[out]) {
         record_node(std::borrow::Cow::Borrowed(name), &[input], &[out], formula(), vec![]);
     }
 }

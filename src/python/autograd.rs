@@ -470,6 +470,50 @@ fn _run_grad_edges(
     result.into_iter().map(|g| g.map(|g| PyTensor::wrap(py, g)).transpose()).collect()
 }
 
+/// A backward run from gradient edges (`GradientEdge` given as outputs): `roots` and `capture` are
+/// lists of `(node, input_nr)`; with `capture` None every leaf reached accumulates (`backward`),
+/// otherwise the gradients flowing at the captured edges are returned (`grad`).
+#[pyfunction]
+#[pyo3(signature = (roots, grad_outputs, retain_graph, create_graph, capture=None))]
+fn _run_from_edges(
+    py: Python<'_>,
+    roots: Vec<(Py<PyNode>, usize)>,
+    grad_outputs: Vec<Bound<'_, PyAny>>,
+    retain_graph: bool,
+    create_graph: bool,
+    capture: Option<Vec<(Py<PyNode>, usize)>>,
+) -> PyResult<Vec<Option<Py<PyTensor>>>> {
+    let to_edges = |v: &[(Py<PyNode>, usize)]| -> Vec<crate::autograd::Edge> {
+        v.iter().map(|(n, nr)| crate::autograd::Edge { node: n.get().node.clone(), input_nr: *nr }).collect()
+    };
+    let roots = to_edges(&roots);
+    if grad_outputs.len() != roots.len() {
+        return Err(Error::autograd(format!(
+            "grad_tensors should have the same length as tensors: got {} gradients for {} tensors",
+            grad_outputs.len(),
+            roots.len()
+        ))
+        .into());
+    }
+    let grads: Vec<Option<Tensor>> = grad_outputs
+        .iter()
+        .zip(&roots)
+        .map(|(o, e)| {
+            if o.is_none() {
+                return Ok(None);
+            }
+            let dtype = e.node.output_meta.get(e.input_nr).map(|m| m.dtype);
+            super::convert::tensor_arg(o, dtype).map(Some)
+        })
+        .collect::<PyResult<_>>()?;
+    let capture: Vec<Option<crate::autograd::Edge>> =
+        capture.as_deref().map(|c| to_edges(c).into_iter().map(Some).collect()).unwrap_or_default();
+    let result = super::gateway::enter(py, super::gateway::Cost::Heavy, || {
+        engine::run_from_edges(&roots, &grads, retain_graph, create_graph, &capture)
+    })?;
+    result.into_iter().map(|g| g.map(|g| PyTensor::wrap(py, g)).transpose()).collect()
+}
+
 /// The edge a gradient for `t` travels along: `(node, input_nr)`; a leaf's accumulator is made
 /// if needed. An error for a tensor that does not require grad.
 #[pyfunction]
@@ -758,6 +802,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_set_rng_state, m)?)?;
     m.add_class::<PyRngState>()?;
     m.add_function(wrap_pyfunction!(_run_grad_edges, m)?)?;
+    m.add_function(wrap_pyfunction!(_run_from_edges, m)?)?;
     m.add_function(wrap_pyfunction!(_gradient_edge, m)?)?;
     m.add_function(wrap_pyfunction!(_increment_version, m)?)?;
     m.add_function(wrap_pyfunction!(is_inference_mode_enabled, m)?)?;

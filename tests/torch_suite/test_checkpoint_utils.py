@@ -218,3 +218,20 @@ def test_checkpoint_no_tensors():
     assert res[2] is None and res[3] is True
     assert res[4] == pytest.approx((t1 * t2 + t3) * scale)
     assert res[5] == "bar" and res[6] == t1
+
+
+# covers: test_utils.py::TestCheckpoint::test_checkpoint_partial_grad
+def test_checkpoint_partial_grad():
+    # the second input only rides along: the first's gradient goes through
+    x = tg.randn(1, 4, requires_grad=True)
+    other = tg.randn(1, 4)
+    out = checkpoint(lambda a, b: (a, b), x, other, use_reentrant=True)
+    out[0].sum().backward()
+    np.testing.assert_allclose(arr(x.grad), np.ones((1, 4)))
+
+    # the input that requires grad is not used: the recomputed output has no history
+    x = tg.randn(1, 4)
+    other = tg.randn(1, 4, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"none of output has requires_grad=True, this checkpoint\(\) is not necessary"):
+        out = checkpoint(lambda a, b: a, x, other, use_reentrant=True)
+        out.sum().backward()

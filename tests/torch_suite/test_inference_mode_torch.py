@@ -121,8 +121,6 @@ def test_inference_mode_inf_tensor_in_normal_mode_inplace_op():
 
 
 # covers: test_autograd.py::TestAutogradInferenceMode::test_inference_mode_inf_tensor_in_normal_mode_view_op
-@pytest.mark.xfail(strict=True, reason="a view of an inference tensor that requires grad is recorded outside "
-                   "inference mode (ViewBackward); PyTorch leaves it untracked (requires_grad False)")
 def test_inference_mode_inf_tensor_in_normal_mode_view_op():
     for requires_grad in (True, False):
         with tg.inference_mode():

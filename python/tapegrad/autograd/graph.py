@@ -74,15 +74,50 @@ class saved_tensors_hooks:
         msg = _disabled_message()
         if msg is not None:
             raise RuntimeError(msg)
-        _C._push_saved_tensors_hooks(self.pack_hook, self.unpack_hook, self._check_version)
-        _state.depth = getattr(_state, "depth", 0) + 1
+        self._push()
         return self
 
+    def _push(self) -> None:
+        _C._push_saved_tensors_hooks(self.pack_hook, self._unpack, self._check_version)
+        _stack().append(self)
+        _state.depth = len(_stack())
+
+    def _unpack(self, packed: Any) -> Tensor:
+        # The stack of hooks is put back as it was once the unpack hook returns, as PyTorch's
+        # engine restores it around each node: contexts entered or exited by the hook (unsupported)
+        # neither stay on the stack nor leave it short.
+        before = list(_stack())
+        try:
+            return self.unpack_hook(packed)
+        finally:
+            if _stack() != before:
+                while _stack():
+                    _stack().pop()
+                    _C._pop_saved_tensors_hooks()
+                for ctx in before:
+                    ctx._push()
+                _state.depth = len(_stack())
+
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc: BaseException | None = None,
+        tb: TracebackType | None = None,
     ) -> None:
-        _state.depth -= 1
+        # An exit without a matching enter (PyTorch tolerates it) removes nothing.
+        if not _stack():
+            return
+        _stack().pop()
+        _state.depth = len(_stack())
         _C._pop_saved_tensors_hooks()
+
+
+def _stack() -> list[saved_tensors_hooks]:
+    """The contexts of this thread whose hooks are on the stack, innermost last."""
+    stack = getattr(_state, "stack", None)
+    if stack is None:
+        stack = _state.stack = []
+    return stack
 
 
 class disable_saved_tensors_hooks:
@@ -196,7 +231,10 @@ class allow_mutation_on_saved_tensors(saved_tensors_hooks):
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc: BaseException | None = None,
+        tb: TracebackType | None = None,
     ) -> None:
         _state.mutation_ctx = False
         self._active = False
