@@ -53,6 +53,10 @@ pub enum Error {
     /// Python: `tapegrad.SavedTensorModifiedError`, a `RuntimeError` carrying its fields.
     #[error("{0}")]
     SavedTensorModified(Box<SavedTensorModified>),
+    /// A linear-algebra failure on valid input: a singular matrix, a matrix that is not
+    /// positive-definite, no convergence. Python: `tapegrad.linalg.LinAlgError`, a `RuntimeError`.
+    #[error("{0}")]
+    LinAlg(String),
     /// A NaN appeared under anomaly mode. Python: `RuntimeError`.
     #[error("{0}")]
     Anomaly(String),

@@ -6,12 +6,12 @@ import inspect
 import pytest
 
 import tapegrad as tg
-from tapegrad import autograd
+from tapegrad import autograd, linalg
 
 
 def _public_python_objects():
     seen = set()
-    for module in (tg, autograd):
+    for module in (tg, autograd, linalg):
         for name in module.__all__:
             obj = getattr(module, name)
             if inspect.ismodule(obj) or not (inspect.isfunction(obj) or inspect.isclass(obj)):

@@ -5,7 +5,7 @@ The contract is ``docs/api.md`` in the repository; the native module is ``tapegr
 
 import builtins
 
-from . import _anomaly, _function, autograd, cuda, nn, optim, utils
+from . import _anomaly, _function, autograd, cuda, linalg, nn, optim, utils
 from . import _tapegrad as _C
 from ._anomaly import detect_anomaly
 from ._errors import SavedTensorModifiedError
@@ -137,6 +137,22 @@ from ._grad_mode import (
     is_inference_mode_enabled,
     no_grad,
     set_grad_enabled,
+)
+from ._products import (
+    _install_tensor_methods,
+    addmm,
+    addmv,
+    baddbmm,
+    cdist,
+    cross,
+    dot,
+    einsum,
+    inner,
+    kron,
+    mv,
+    outer,
+    tensordot,
+    vdot,
 )
 from ._serialization import load, save
 from ._tapegrad import (
@@ -372,4 +388,9 @@ __all__ = [
     "flip", "roll", "all", "any", "count_nonzero", "norm", "std_mean", "aminmax", "isclose", "allclose",
     "equal", "scatter", "scatter_reduce", "index_fill", "index_put", "masked_scatter", "take", "take_along_dim",
     "nonzero", "unique", "searchsorted", "bucketize",
+    # linear algebra (issue 15): tg.linalg and the products
+    "linalg", "dot", "vdot", "inner", "outer", "mv", "addmm", "addmv", "baddbmm", "tensordot", "kron",
+    "cross", "cdist", "einsum",
 ]
+
+_install_tensor_methods()  # t.dot, t.outer, t.norm, t.det, t.inverse ... (python/tapegrad/_products.py)

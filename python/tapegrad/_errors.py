@@ -35,3 +35,17 @@ class SavedTensorModifiedError(RuntimeError):
         self.shape = tuple(shape) if shape is not None else None
         self.dtype = dtype
 
+
+
+class LinAlgError(RuntimeError):
+    """A linear-algebra routine failed on its input: a singular matrix (``inv``, ``solve``), a
+    matrix that is not positive-definite (``cholesky``), no convergence (``eigh``, ``svd``). The
+    message names the batch element, as PyTorch's ``torch.linalg.LinAlgError``.
+
+    >>> import tapegrad as tg
+    >>> try:
+    ...     tg.linalg.inv(tg.zeros(2, 2))
+    ... except tg.linalg.LinAlgError as e:
+    ...     print(isinstance(e, RuntimeError))
+    True
+    """

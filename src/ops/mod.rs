@@ -3,6 +3,7 @@
 
 pub(crate) mod as_strided;
 pub mod compose;
+pub mod decomp;
 pub mod elementwise;
 pub(crate) mod fastmath;
 pub(crate) mod formula;

@@ -31,6 +31,7 @@ impl From<Error> for PyErr {
                 let message = info.to_string();
                 Python::attach(|py| saved_tensor_error(py, &message, &info).unwrap_or_else(|e| e))
             }
+            Error::LinAlg(m) => Python::attach(|py| linalg_error(py, &m).unwrap_or_else(|e| e)),
             Error::Shape(m)
             | Error::Dtype(m)
             | Error::Value(m)
@@ -45,12 +46,27 @@ impl From<Error> for PyErr {
 /// (`init`), so that raising it cannot fail on a lookup and replace the user's error.
 static SAVED_TENSOR_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
+/// `tapegrad.linalg.LinAlgError` (defined in `tapegrad._errors`), looked up in `init` as well.
+static LINALG_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
 /// Finds the Python exception classes the mapping raises; called from the module's init, so that
 /// a missing class is an import error rather than a surprise at the first error.
 pub(crate) fn init(py: Python<'_>) -> PyResult<()> {
-    let cls = py.import("tapegrad._errors")?.getattr("SavedTensorModifiedError")?.cast_into::<PyType>()?;
+    let errors = py.import("tapegrad._errors")?;
+    let cls = errors.getattr("SavedTensorModifiedError")?.cast_into::<PyType>()?;
     SAVED_TENSOR_ERROR.get_or_init(py, || cls.unbind());
+    let cls = errors.getattr("LinAlgError")?.cast_into::<PyType>()?;
+    LINALG_ERROR.get_or_init(py, || cls.unbind());
     Ok(())
+}
+
+/// Builds `tapegrad.linalg.LinAlgError`.
+fn linalg_error(py: Python<'_>, message: &str) -> PyResult<PyErr> {
+    let Some(cls) = LINALG_ERROR.get(py) else {
+        // Only before the module's init has run; a RuntimeError, the class's base, still says it all.
+        return Ok(PyRuntimeError::new_err(message.to_string()));
+    };
+    Ok(PyErr::from_value(cls.bind(py).call1((message,))?))
 }
 
 /// Builds `tapegrad.SavedTensorModifiedError` with its structured attributes.

@@ -11,6 +11,7 @@ mod function;
 mod gateway;
 mod helpers;
 mod identity;
+mod linalg;
 mod optim;
 mod tensor;
 mod tensor_arith;
@@ -51,6 +52,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tensor_protocol::register(m)?;
     tensor_compose::register(m)?;
     tensor_scatter::register(m)?;
+    linalg::register(m)?;
     autograd::install_hooks();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);
     Ok(())

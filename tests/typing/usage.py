@@ -86,6 +86,16 @@ class Square(tg.Function):
 Square.apply(x)
 
 # errors the stubs must report (type-checked, not run)
+# tg.linalg and the products (issue 15)
+m = tg.eye(3, dtype=tg.float64) * 2
+assert_type(tg.linalg.inv(m), tg.Tensor)
+assert_type(tg.linalg.slogdet(m).logabsdet, tg.Tensor)
+assert_type(tg.linalg.eigh(m).eigenvectors, tg.Tensor)
+assert_type(tg.linalg.svd(m, full_matrices=False).S, tg.Tensor)
+assert_type(tg.linalg.norm(m, "fro"), tg.Tensor)
+assert_type(tg.einsum("ij,jk->ik", m, m), tg.Tensor)
+assert_type(tg.addmm(m, m, m, beta=0.5), tg.Tensor)
+
 if TYPE_CHECKING:
     x.no_such_method()  # type: ignore[attr-defined]
     tg.no_such_function(x)  # type: ignore[attr-defined]
