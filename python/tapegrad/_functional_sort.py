@@ -228,6 +228,12 @@ def norm(
     >>> tg.norm(tg.tensor([3., 4.]))
     tensor(5.)
     """
+    if p == "nuc":
+        from . import linalg
+
+        return linalg.matrix_norm(
+            input, "nuc", tuple(dim) if isinstance(dim, (tuple, list)) else (-2, -1), keepdim, dtype=dtype
+        )
     return input.norm(p, dim, keepdim, dtype)
 
 

@@ -9,17 +9,11 @@ use super::convert::{parse_dtype, shape_args};
 use super::gateway::{enter, enter_tensor, Cost};
 use super::tensor::PyTensor;
 use crate::error::Error;
-use crate::ops::reduce_more::NormOrd;
 use crate::Tensor;
 
 /// A refusal raised as `TypeError` (through the core's `Error`).
 fn type_err(msg: impl Into<String>) -> PyErr {
     Error::Type(msg.into()).into()
-}
-
-/// A refusal raised as `RuntimeError` (through the core's `Error`).
-fn value_err(msg: impl Into<String>) -> PyErr {
-    Error::value(msg).into()
 }
 
 fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyAny>> {
@@ -60,30 +54,6 @@ fn dims_arg(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<isize>>> {
         None => Ok(None),
         Some(d) => Ok(Some(ints_arg(d, "dim")?.into_iter().map(|d| d as isize).collect())),
     }
-}
-
-/// The norm order from `p`: a number, `inf`/`-inf`, or `'fro'`.
-fn norm_ord(p: Option<&Bound<'_, PyAny>>) -> PyResult<NormOrd> {
-    let Some(p) = p.filter(|p| !p.is_none()) else { return Ok(NormOrd::P(2.0)) };
-    if let Ok(s) = p.extract::<String>() {
-        return match s.as_str() {
-            "fro" => Ok(NormOrd::P(2.0)),
-            _ => Err(value_err(format!("norm(): p='{s}' is not supported here"))),
-        };
-    }
-    if p.is_instance_of::<PyBool>() {
-        return Err(type_err("norm(): p must be a number or 'fro', not bool"));
-    }
-    let v: f64 = p.extract().map_err(|_| type_err("norm(): p must be a number or 'fro'"))?;
-    Ok(if v == f64::INFINITY {
-        NormOrd::Inf
-    } else if v == f64::NEG_INFINITY {
-        NormOrd::NegInf
-    } else if v.is_nan() {
-        return Err(value_err("norm(): p must not be NaN"));
-    } else {
-        NormOrd::P(v)
-    })
 }
 
 /// The input cast to `dtype` first when one is given (cumsum's `dtype=`).
@@ -205,21 +175,6 @@ impl PyTensor {
     fn count_nonzero(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let dims = dims_arg(dim)?;
         enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.count_nonzero(dims.as_deref()))
-    }
-    /// The vector norm of order `p` (2, 1, inf, -inf, any number, or 'fro') over `dim`.
-    #[pyo3(signature = (p=None, dim=None, keepdim=false, dtype=None))]
-    fn norm(
-        &self,
-        py: Python<'_>,
-        p: Option<&Bound<'_, PyAny>>,
-        dim: Option<&Bound<'_, PyAny>>,
-        keepdim: bool,
-        dtype: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let ord = norm_ord(p)?;
-        let dims = dims_arg(dim)?;
-        let x = with_dtype(&self.inner, dtype)?;
-        enter_tensor(py, Cost::Elements(x.numel()), || x.norm(ord, dims.as_deref(), keepdim))
     }
     /// The smallest and largest elements (over `dim`, when given): `(min, max)`.
     #[pyo3(signature = (*, dim=None, keepdim=false))]
