@@ -500,3 +500,10 @@ def test_tensor_methods_are_the_functions():
     np.testing.assert_allclose(M.norm().numpy(), np.linalg.norm(m))
     np.testing.assert_allclose(M.norm(p=1, dim=1).numpy(), np.abs(m).sum(1))
     np.testing.assert_allclose(M.norm(p="nuc").numpy(), np.linalg.norm(m, "nuc"))
+
+
+def test_vector_norm_of_a_nan_is_nan_with_and_without_grad():
+    # found by the differential test: the zero-safe root treated NaN as zero when grad was required
+    for requires_grad in (False, True):
+        x = tg.tensor([1.0, float("nan")], dtype=tg.float64, requires_grad=requires_grad)
+        assert np.isnan(x.norm().item()) and np.isnan(tg.linalg.vector_norm(x, keepdim=True).item())

@@ -637,3 +637,10 @@ def test_bitwise_operators_are_bitwise_on_integers_and_logical_on_bools():
     np.testing.assert_array_equal((~tg.tensor([True, False])).numpy(), [False, True])
     with pytest.raises(RuntimeError, match="not implemented for 'Float'"):
         tg.tensor([1.0]) & tg.tensor([1.0])
+
+
+def test_asinh_of_huge_values_does_not_overflow():
+    # found by test_no_crash: std's asinh squares its argument (3e38 as float32 gave inf)
+    for dtype, npdt in ((tg.float32, np.float32), (tg.float64, np.float64)):
+        x = np.array([3e38, -3e38, 1e19, 2.0], dtype=npdt)
+        np.testing.assert_allclose(tg.tensor(x, dtype=dtype).asinh().numpy(), np.arcsinh(x), rtol=1e-6)

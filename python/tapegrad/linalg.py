@@ -604,12 +604,13 @@ def vector_norm(x: Tensor, ord: float = 2, dim: int | tuple[int, ...] | None = N
 
 
 def _safe_root(s: Tensor, p: float) -> Tensor:
-    """``s ** p`` whose gradient at ``s = 0`` is 0, not NaN (PyTorch's norm subgradient)."""
+    """``s ** p`` whose gradient at ``s = 0`` is 0, not NaN (PyTorch's norm subgradient); a NaN
+    ``s`` stays NaN."""
     if not s.requires_grad:
         return s ** p
-    pos = s > 0
-    safe = _C.where(pos, s, ones_like(s))
-    return _C.where(pos, safe ** p, zeros_like(s))
+    nonzero = s != 0
+    safe = _C.where(nonzero, s, ones_like(s))
+    return _C.where(nonzero, safe ** p, zeros_like(s))
 
 
 def matrix_norm(A: Tensor, ord: str | float = "fro", dim: tuple[int, int] = (-2, -1), keepdim: bool = False,

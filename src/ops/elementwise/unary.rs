@@ -427,9 +427,21 @@ impl Unary {
             Unary::Cosh => {
                 Entry::float("CoshBackward", float_kernel!(Heavy, |x| x.cosh()), Input, |g, k| g.mul(&k.x()?.sinh()?))
             }
-            Unary::Asinh => Entry::float("AsinhBackward", float_kernel!(Heavy, |x| x.asinh()), Input, |g, k| {
-                g.mul(&k.x()?.square()?.add_scalar(1.0)?.rsqrt()?)
-            }),
+            Unary::Asinh => Entry::float(
+                "AsinhBackward",
+                float_kernel!(Heavy, |x| {
+                    // std's asinh squares x and overflows past sqrt(MAX) (3e38 as f32 gives inf); there
+                    // asinh(x) = sign(x) (ln|x| + ln 2) to the last bit.
+                    let a = x.abs();
+                    if a > 1e18 as T {
+                        (a.ln() + std::f64::consts::LN_2 as T).copysign(x)
+                    } else {
+                        x.asinh()
+                    }
+                }),
+                Input,
+                |g, k| g.mul(&k.x()?.square()?.add_scalar(1.0)?.rsqrt()?),
+            ),
             Unary::Acosh => Entry::float("AcoshBackward", float_kernel!(Heavy, |x| x.acosh()), Input, |g, k| {
                 g.mul(&k.x()?.square()?.sub_scalar(1.0)?.rsqrt()?)
             }),
