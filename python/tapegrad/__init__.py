@@ -391,6 +391,11 @@ __all__ = [
     # linear algebra (issue 15): tg.linalg and the products
     "linalg", "dot", "vdot", "inner", "outer", "mv", "addmm", "addmv", "baddbmm", "tensordot", "kron",
     "cross", "cdist", "einsum",
+    # function transforms (issue 18): tg.func
+    "func",
 ]
 
 _install_tensor_methods()  # t.dot, t.outer, t.norm, t.det, t.inverse ... (python/tapegrad/_products.py)
+
+# function transforms (issue 18): tg.func (python/tapegrad/func/)
+from . import func  # noqa: E402

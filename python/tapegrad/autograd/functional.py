@@ -1,0 +1,564 @@
+"""``tapegrad.autograd.functional``: derivatives of whole functions -- ``vjp``, ``jvp``,
+``jacobian``, ``hessian``, ``vhp`` and ``hvp`` -- with PyTorch's ``create_graph`` and ``strict``.
+
+Each function takes ``func`` and ``inputs`` (a tensor or a tuple of tensors). ``func`` is run on
+fresh tensors standing for ``inputs`` (views of them when ``create_graph=True`` and they require
+grad, detached copies otherwise), so gradients never reach ``.grad`` fields.
+
+Forward-mode products (``jvp``, ``jacobian(strategy="forward-mode")`` and the forward-over-reverse
+Hessian) are pushed through ``tapegrad.autograd.forward_ad`` when that module is present, and
+otherwise through the double-vjp construction: for ``u`` a dummy cotangent, ``g(u) = J^T u`` is
+linear in ``u``, so the vjp of ``g`` with ``v`` is ``J v``. The private switch ``_FORWARD_IMPL``
+(``"auto"``, ``"forward_ad"``, ``"double_vjp"``) picks the path; tests run both.
+
+There is no ``vmap``: ``vectorize=True`` is accepted (and keeps PyTorch's checks, such as its
+refusal with ``strict=True``) but the Jacobian is still built one basis vector at a time.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable, Union
+
+from .. import _tapegrad as _C
+from .._functional import ones_like, zeros_like
+from .._grad_mode import enable_grad, set_grad_enabled
+
+__all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
+
+Tensor = _C.Tensor
+_TensorOrTensors = Union[_C.Tensor, "tuple[_C.Tensor, ...]"]
+
+# Which forward-mode engine the Jacobian-vector products use: "auto" takes
+# tapegrad.autograd.forward_ad when it can be imported, else the double-vjp construction.
+_FORWARD_IMPL = "auto"
+
+
+def _forward_ad() -> Any:
+    """The ``forward_ad`` module when forward-mode products should go through it, else None."""
+    if _FORWARD_IMPL == "double_vjp":
+        return None
+    try:
+        mod = importlib.import_module("tapegrad.autograd.forward_ad")
+    except ImportError:
+        mod = None
+    if mod is None and _FORWARD_IMPL == "forward_ad":
+        raise RuntimeError("tapegrad.autograd.forward_ad is not available in this build")
+    return mod
+
+
+# ---------------------------------------------------------------------------------------------
+# argument plumbing
+
+
+def _as_tuple(obj: Any, what: str, fn_name: str) -> tuple[bool, tuple[Any, ...]]:
+    """(was it a tuple, the tensors as a tuple); anything else than tensors is a TypeError."""
+    was_tuple = isinstance(obj, tuple)
+    items = obj if was_tuple else (obj,)
+    for i, el in enumerate(items):
+        if not isinstance(el, Tensor):
+            where = f"the value at index {i} has type {type(el)}" if was_tuple else f"the given {what} has type {type(el)}"
+            raise TypeError(f"The {what} given to {fn_name} must be either a Tensor or a tuple of Tensors but {where}.")
+    return was_tuple, items
+
+
+def _unpack(res: Any, flags: Any) -> Any:
+    """Undoes ``_as_tuple``: ``flags`` is one bool, or (outer, inner) for a nested result."""
+    if isinstance(flags, tuple):
+        outer, inner = flags
+        if not inner:
+            res = tuple(el[0] for el in res)
+        if not outer:
+            res = res[0]
+        return res
+    return res if flags else res[0]
+
+
+def _prepare(tensors: tuple[Any, ...], create_graph: bool, need_graph: bool) -> tuple[Any, ...]:
+    # Always a new tensor object, so that the function's own use of a captured input is not
+    # mistaken for a use of the argument: a view keeps the caller's graph when asked for.
+    out = []
+    for t in tensors:
+        if create_graph and t.requires_grad:
+            out.append(t.view_as(t))
+        else:
+            out.append(t.detach().requires_grad_(need_graph))
+    return tuple(out)
+
+
+def _finish(res: Any, create_graph: bool) -> Any:
+    if isinstance(res, Tensor):
+        return res if create_graph else res.detach()
+    return tuple(_finish(r, create_graph) for r in res)
+
+
+def _check_v(v: tuple[Any, ...], ref: tuple[Any, ...], ref_is_tuple: bool) -> None:
+    if len(v) != len(ref):
+        if ref_is_tuple:
+            raise RuntimeError(f"v is a tuple of invalid length: should be {len(ref)} but got {len(v)}.")
+        raise RuntimeError("The given v should contain a single Tensor.")
+    for i, (a, b) in enumerate(zip(v, ref)):
+        if tuple(a.shape) != tuple(b.shape):
+            head = f"Entry {i} in " if ref_is_tuple else ""
+            raise RuntimeError(f"{head}v has invalid size: should be {b.size()} but got {a.size()}.")
+
+
+def _strict_requires_grad(tensors: tuple[Any, ...], kind: str, strict: bool) -> None:
+    if not strict:
+        return
+    for i, t in enumerate(tensors):
+        if t is None:
+            raise RuntimeError(
+                f"The output of the user-provided function is independent of input {i}. "
+                "This is not allowed in strict mode."
+            )
+        if t.requires_grad:
+            continue
+        if kind == "outputs":
+            raise RuntimeError(
+                f"Output {i} of the user-provided function does not require gradients. In strict mode "
+                "every output must be computed from the inputs in a differentiable way."
+            )
+        if kind == "grad_inputs":
+            raise RuntimeError(
+                f"The gradient with respect to input {i} is independent of the inputs of the "
+                "user-provided function. This is not allowed in strict mode."
+            )
+        if kind == "jacobian":
+            raise RuntimeError(
+                "While computing the hessian, found that the jacobian of the user-provided function "
+                f"with respect to input {i} is independent of the input. This is not allowed in strict "
+                "mode: the function must be twice differentiable with a jacobian that depends on the "
+                "inputs (a linear function breaks this)."
+            )
+        raise RuntimeError(
+            f"The hessian of the user-provided function with respect to input {i} is independent of "
+            "the input. This is not allowed in strict mode: the function must be thrice "
+            "differentiable with a hessian that depends on the inputs."
+        )
+
+
+def _grad(outputs: tuple[Any, ...], inputs: tuple[Any, ...], grad_outputs: Any = None,
+          create_graph: bool = False, retain_graph: bool | None = None) -> tuple[Any, ...]:
+    """``autograd.grad`` that skips outputs which are None or do not require grad (all None
+    when none is left) and reports unreached inputs as None."""
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    outs, gos = [], []
+    for o, g in zip(outputs, grad_outputs):
+        if o is not None and o.requires_grad:
+            outs.append(o)
+            gos.append(g)
+    if not outs:
+        return (None,) * len(inputs)
+    from . import grad as _autograd_grad
+
+    return _autograd_grad(outs, list(inputs), gos, retain_graph=retain_graph, create_graph=create_graph,
+                          allow_unused=True)
+
+
+_ZERO_STAGE_MSG = {
+    "back": "The output of the user-provided function is independent of input {i}. This is not allowed in strict mode.",
+    "back_trick": (
+        "The gradient with respect to the input is independent of entry {i} in the grad_outputs when "
+        "using the double backward trick to compute forward mode gradients. This is not allowed in strict mode."
+    ),
+    "double_back": "The jacobian of the user-provided function is independent of input {i}. This is not allowed in strict mode.",
+    "double_back_trick": (
+        "The hessian of the user-provided function is independent of entry {i} in the grad_jacobian. This "
+        "is not allowed in strict mode as it prevents from using the double backward trick to replace "
+        "forward mode AD."
+    ),
+}
+
+
+def _zeros_for_none(grads: tuple[Any, ...], refs: tuple[Any, ...], strict: bool, create_graph: bool,
+                    stage: str) -> tuple[Any, ...]:
+    res = []
+    for i, g in enumerate(grads):
+        if g is None:
+            if strict:
+                raise RuntimeError(_ZERO_STAGE_MSG[stage].format(i=i))
+            g = zeros_like(refs[i])
+        elif strict and create_graph and not g.requires_grad:
+            what = "hessian" if "double" in stage else "jacobian"
+            raise RuntimeError(
+                f"The {what} of the user-provided function is independent of input {i}. "
+                "This is not allowed in strict mode when create_graph=True."
+            )
+        res.append(g)
+    return tuple(res)
+
+
+# ---------------------------------------------------------------------------------------------
+# public functions
+
+
+def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
+        strict: bool = False) -> tuple[Any, Any]:
+    """The vector-Jacobian product ``v^T J`` of ``func`` at ``inputs``: returns
+    ``(func(*inputs), vjp)``, the second shaped as ``inputs``. ``v`` may be left out when ``func``
+    returns one tensor of one element. With ``strict=True`` an output or input that the other does
+    not depend on is an error instead of a zero product.
+
+    >>> import tapegrad as tg
+    >>> from tapegrad.autograd.functional import vjp
+    >>> out, g = vjp(lambda x: x ** 2, tg.tensor([1., 2.]), tg.tensor([1., 1.]))
+    >>> g
+    tensor([2., 4.])
+    """
+    with enable_grad():
+        inputs_tuple, ins = _as_tuple(inputs, "inputs", "vjp")
+        ins = _prepare(ins, create_graph, True)
+        outputs = func(*ins)
+        outputs_tuple, outs = _as_tuple(outputs, "outputs of the user-provided function", "vjp")
+        _strict_requires_grad(outs, "outputs", strict)
+        if v is not None:
+            _, vs = _as_tuple(v, "v", "vjp")
+            vs = _prepare(vs, create_graph, False)
+            _check_v(vs, outs, outputs_tuple)
+        else:
+            if len(outs) != 1 or outs[0].numel() != 1:
+                raise RuntimeError(
+                    "The vector v can only be None if the user-provided function returns a single Tensor "
+                    "with a single element."
+                )
+            vs = None
+    with set_grad_enabled(True if create_graph else _C.is_grad_enabled()):
+        res = _grad(outs, ins, vs, create_graph=create_graph)
+        res = _zeros_for_none(res, ins, strict, create_graph, "back")
+    return _unpack(_finish(outs, create_graph), outputs_tuple), _unpack(_finish(res, create_graph), inputs_tuple)
+
+
+def _double_vjp_jvp(outs: tuple[Any, ...], ins: tuple[Any, ...], vs: tuple[Any, ...], strict: bool,
+                    create_graph: bool) -> tuple[Any, ...]:
+    # g(u) = J^T u is linear in u; d/du <g(u), v> = J v. The dummy u's value never shows up.
+    with enable_grad():
+        us = tuple(zeros_like(o, requires_grad=True) for o in outs)
+        g = _grad(outs, ins, us, create_graph=True)
+        _strict_requires_grad(g, "grad_inputs", strict)
+    with set_grad_enabled(True if create_graph else _C.is_grad_enabled()):
+        res = _grad(g, us, vs, create_graph=create_graph)
+        return _zeros_for_none(res, outs, strict, create_graph, "back_trick")
+
+
+def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
+        strict: bool = False) -> tuple[Any, Any]:
+    """The Jacobian-vector product ``J v`` of ``func`` at ``inputs``: returns
+    ``(func(*inputs), jvp)``, the second shaped as the outputs. ``v`` may be left out when the input
+    is one tensor of one element. Like PyTorch's, it is computed with the double-vjp construction
+    (two reverse passes).
+
+    >>> import tapegrad as tg
+    >>> from tapegrad.autograd.functional import jvp
+    >>> out, t = jvp(lambda x: x ** 2, tg.tensor([1., 2.]), tg.tensor([1., 0.]))
+    >>> t
+    tensor([2., 0.])
+    """
+    with enable_grad():
+        inputs_tuple, ins = _as_tuple(inputs, "inputs", "jvp")
+        ins = _prepare(ins, create_graph, True)
+        if v is not None:
+            _, vs = _as_tuple(v, "v", "jvp")
+            vs = _prepare(vs, create_graph, False)
+            _check_v(vs, ins, inputs_tuple)
+        else:
+            if len(ins) != 1 or ins[0].numel() != 1:
+                raise RuntimeError(
+                    "The vector v can only be None if the input to the user-provided function is a single "
+                    "Tensor with a single element."
+                )
+            vs = (ones_like(ins[0]),)
+        outputs = func(*ins)
+        outputs_tuple, outs = _as_tuple(outputs, "outputs of the user-provided function", "jvp")
+        _strict_requires_grad(outs, "outputs", strict)
+    res = _double_vjp_jvp(outs, ins, vs, strict, create_graph)
+    return _unpack(_finish(outs, create_graph), outputs_tuple), _unpack(_finish(res, create_graph), outputs_tuple)
+
+
+def _basis_jvps(func: Callable[..., Any], ins: tuple[Any, ...]) -> tuple[Any, list[list[Any]], list[Any]]:
+    """Forward-mode Jacobian columns: for each input element, the tangent of every output.
+    Returns (the outputs as given, cols[out][k] for k over all input elements, the outputs)."""
+    fwd = _forward_ad()
+    cols: list[list[Any]] | None = None
+    outputs_obj: Any = None
+    outs: tuple[Any, ...] = ()
+    for j, x in enumerate(ins):
+        for k in range(x.numel()):
+            tangents = tuple(zeros_like(t) for t in ins)
+            tangents[j].view(-1)[k] = 1.0
+            outputs_obj, outs, touts = _push_forward(func, ins, tangents, fwd, "jacobian")
+            if cols is None:
+                cols = [[] for _ in outs]
+            for i, t in enumerate(touts):
+                cols[i].append(t)
+    if cols is None:  # every input is empty: run once for the outputs' shapes
+        with enable_grad():
+            outputs_obj = func(*ins)
+        _, outs = _as_tuple(outputs_obj, "outputs of the user-provided function", "jacobian")
+        cols = [[] for _ in outs]
+    return outputs_obj, cols, list(outs)
+
+
+def _push_forward(func: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...], fwd: Any,
+                  fn_name: str) -> tuple[Any, tuple[Any, ...], tuple[Any, ...]]:
+    """Runs ``func`` at ``primals`` pushing ``tangents`` forward: (its result, its tensors as a
+    tuple, their tangents -- zeros where an output does not depend on the inputs)."""
+
+    def outs_of(obj: Any) -> tuple[Any, ...]:
+        return _as_tuple(obj, "outputs of the user-provided function", fn_name)[1]
+
+    obj, outs, touts = _push(func, primals, tangents, outs_of, False, fwd)
+    touts = tuple(zeros_like(o) if t is None else t for o, t in zip(outs, touts))
+    return obj, outs, touts
+
+
+def _push(func: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...],
+          outs_of: Callable[[Any], tuple[Any, ...]], create_graph: bool,
+          fwd: Any) -> tuple[Any, tuple[Any, ...], tuple[Any, ...]]:
+    """The forward-mode core shared with ``tg.func``: calls ``func(*inputs)`` where each input
+    stands for a primal carrying its tangent, and returns (the result, the output tensors that
+    ``outs_of`` picks from it, their tangents -- None where an output does not depend on the
+    inputs). ``fwd`` is the ``forward_ad`` module, or None for the double-vjp construction; with
+    ``create_graph`` the tangents keep their graph."""
+    if fwd is not None:
+        with fwd.dual_level() as level:
+            duals = tuple(fwd.make_dual(p, t, level=level) for p, t in zip(primals, tangents))
+            obj = func(*duals)
+            outs = outs_of(obj)
+            pairs = [fwd.unpack_dual(o, level=level) for o in outs]
+        return obj, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+    with enable_grad():
+        ins = tuple(p.view_as(p) if p.requires_grad else (p.clone() if p.is_inference() else p).detach().requires_grad_(True)
+                    for p in primals)
+        obj = func(*ins)
+        outs = outs_of(obj)
+        # g(u) = J^T u is linear in u, and the vjp of g with the tangents is J t.
+        diff = [(i, o) for i, o in enumerate(outs) if o.requires_grad]
+        us = [zeros_like(o, requires_grad=True) for _, o in diff]
+        touts: list[Any] = [None] * len(outs)
+        if diff:
+            g = _grad(tuple(o for _, o in diff), ins, tuple(us), create_graph=True)
+            keep = [(gi, t) for gi, t in zip(g, tangents) if gi is not None and gi.requires_grad]
+            if keep:
+                from . import grad as _autograd_grad
+
+                res = _autograd_grad([gi for gi, _ in keep], us, [t for _, t in keep],
+                                     create_graph=create_graph, allow_unused=True)
+                for (i, _), r in zip(diff, res):
+                    touts[i] = r
+    return obj, outs, tuple(touts)
+
+
+def _jacobian_forward(func: Callable[..., Any], inputs: Any, strict: bool, vectorize: bool) -> Any:
+    if strict:
+        raise RuntimeError(
+            'tg.autograd.functional.jacobian: strict=True and strategy="forward-mode" are not supported '
+            'together (yet). Set strict=False or strategy="reverse-mode".'
+        )
+    inputs_tuple, ins = _as_tuple(inputs, "inputs", "jacobian")
+    if not vectorize:
+        raise NotImplementedError(
+            "Computing Jacobian using forward-AD or forward-over-reverse Hessian is only implemented for "
+            "`vectorize=True` (as in PyTorch; here vectorize=True still loops over basis vectors)."
+        )
+    outputs_obj, cols, outs = _basis_jvps(func, ins)
+    outputs_tuple = isinstance(outputs_obj, tuple)
+    res = []
+    for i, o in enumerate(outs):
+        row = []
+        start = 0
+        for x in ins:
+            n = x.numel()
+            chunk = cols[i][start:start + n]
+            start += n
+            if chunk:
+                # columns are stacked on the last dimension: out.shape + (n,)
+                mat = _C.stack([c.detach() for c in chunk], dim=-1)
+            else:
+                mat = _C.zeros(*o.shape, 0, dtype=o.dtype)
+            row.append(mat.reshape(*o.shape, *x.shape))
+        res.append(tuple(row))
+    return _unpack(tuple(res), (outputs_tuple, inputs_tuple))
+
+
+def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False,
+             vectorize: bool = False, strategy: str = "reverse-mode") -> Any:
+    """The Jacobian of ``func`` at ``inputs``. For one input and one output it is one tensor of
+    shape ``output.shape + input.shape``; for tuples, ``result[i][j]`` is output ``i`` against input
+    ``j``. ``strategy="forward-mode"`` builds it column by column from Jacobian-vector products.
+    ``vectorize`` is accepted for PyTorch's signature; without vmap the rows (or columns) are still
+    computed one by one.
+
+    >>> import tapegrad as tg
+    >>> from tapegrad.autograd.functional import jacobian
+    >>> jacobian(lambda x: x ** 2, tg.tensor([1., 2.]))
+    tensor([[2., 0.],
+            [0., 4.]])
+    """
+    if strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError(
+            'Expected strategy to be either "forward-mode" or "reverse-mode". Hint: "forward-mode" tends '
+            'to be faster when the function has more outputs than inputs, "reverse-mode" otherwise.'
+        )
+    if strategy == "forward-mode":
+        if create_graph:
+            raise NotImplementedError(
+                'tg.autograd.functional.jacobian: create_graph=True and strategy="forward-mode" are not '
+                'supported together (yet). Set create_graph=False or strategy="reverse-mode".'
+            )
+        return _jacobian_forward(func, inputs, strict, vectorize)
+    with enable_grad():
+        inputs_tuple, ins = _as_tuple(inputs, "inputs", "jacobian")
+        ins = _prepare(ins, create_graph, True)
+        outputs = func(*ins)
+        outputs_tuple, outs = _as_tuple(outputs, "outputs of the user-provided function", "jacobian")
+        _strict_requires_grad(outs, "outputs", strict)
+        if vectorize and strict:
+            raise RuntimeError(
+                "tg.autograd.functional.jacobian: strict=True and vectorized=True are not supported "
+                "together. Set strict=False or vectorize=False."
+            )
+        rows = []
+        for i, out in enumerate(outs):
+            per_input: list[list[Any]] = [[] for _ in ins]
+            flat = out.reshape(-1)
+            for k in range(out.numel()):
+                gs = _grad((flat[k],), ins, retain_graph=True, create_graph=create_graph)
+                for j, (g, x) in enumerate(zip(gs, ins)):
+                    if g is None:
+                        if strict:
+                            raise RuntimeError(
+                                f"Output {i} of the user-provided function is independent of input {j}. "
+                                "This is not allowed in strict mode."
+                            )
+                        g = zeros_like(x)
+                    elif strict and create_graph and not g.requires_grad:
+                        raise RuntimeError(
+                            f"The jacobian of the user-provided function is independent of input {i}. "
+                            "This is not allowed in strict mode when create_graph=True."
+                        )
+                    per_input[j].append(g)
+            row = []
+            for j, x in enumerate(ins):
+                if per_input[j]:
+                    mat = _C.stack(per_input[j], dim=0)
+                else:
+                    mat = _C.zeros(0, *x.shape, dtype=x.dtype)
+                row.append(mat.reshape(*out.shape, *x.shape))
+            rows.append(tuple(row))
+        res = _finish(tuple(rows), create_graph)
+    return _unpack(res, (outputs_tuple, inputs_tuple))
+
+
+def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False,
+            vectorize: bool = False, outer_jacobian_strategy: str = "reverse-mode") -> Any:
+    """The Hessian of the scalar function ``func`` at ``inputs``: the Jacobian of its gradient.
+    For one input it has shape ``input.shape + input.shape``; for tuples ``result[i][j]`` is the
+    block of inputs ``i`` and ``j``. ``outer_jacobian_strategy="forward-mode"`` takes the outer
+    Jacobian by Jacobian-vector products (forward over reverse).
+
+    >>> import tapegrad as tg
+    >>> from tapegrad.autograd.functional import hessian
+    >>> hessian(lambda x: (x ** 3).sum(), tg.tensor([1., 2.]))
+    tensor([[ 6.,  0.],
+            [ 0., 12.]])
+    """
+    inputs_tuple, ins = _as_tuple(inputs, "inputs", "hessian")
+    if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
+
+    def scalar_func(*inp: Any) -> Any:
+        out = func(*inp)
+        out_tuple, t_out = _as_tuple(out, "outputs of the user-provided function", "hessian")
+        _strict_requires_grad(t_out, "outputs", strict)
+        if out_tuple or not isinstance(out, Tensor):
+            raise RuntimeError("The function given to hessian should return a single Tensor")
+        if out.numel() != 1:
+            raise RuntimeError(
+                "The Tensor returned by the function given to hessian should contain a single element"
+            )
+        return out.squeeze()
+
+    def jac_func(*inp: Any) -> Any:
+        if outer_jacobian_strategy == "forward-mode":
+            # the inner jacobian must keep its graph to the (dual) inputs
+            inp = tuple(t.requires_grad_(True) if not t.requires_grad else t for t in inp)
+        jac = jacobian(scalar_func, inp, create_graph=True)
+        _strict_requires_grad(jac, "jacobian", strict)
+        return jac
+
+    res = jacobian(jac_func, ins, create_graph=create_graph, strict=strict, vectorize=vectorize,
+                   strategy=outer_jacobian_strategy)
+    return _unpack(res, (inputs_tuple, inputs_tuple))
+
+
+def _hessian_product_setup(func: Callable[..., Any], inputs: Any, v: Any, create_graph: bool, strict: bool,
+                           name: str) -> tuple[bool, tuple[Any, ...], tuple[Any, ...], Any, bool, tuple[Any, ...]]:
+    inputs_tuple, ins = _as_tuple(inputs, "inputs", name)
+    ins = _prepare(ins, create_graph, True)
+    if v is not None:
+        _, vs = _as_tuple(v, "v", name)
+        vs = _prepare(vs, create_graph, False)
+        _check_v(vs, ins, inputs_tuple)
+    else:
+        if len(ins) != 1 or ins[0].numel() != 1:
+            raise RuntimeError(
+                "The vector v can only be None if the input to the user-provided function is a single "
+                "Tensor with a single element."
+            )
+        vs = None
+    outputs = func(*ins)
+    outputs_tuple, outs = _as_tuple(outputs, "outputs of the user-provided function", name)
+    _strict_requires_grad(outs, "outputs", strict)
+    if outputs_tuple or not isinstance(outs[0], Tensor):
+        raise RuntimeError(f"The function given to {name} should return a single Tensor")
+    if outs[0].numel() != 1:
+        raise RuntimeError(f"The Tensor returned by the function given to {name} should contain a single element")
+    jac = _grad(outs, ins, create_graph=True)
+    _strict_requires_grad(jac, "jacobian", strict)
+    return inputs_tuple, ins, vs, outs, outputs_tuple, jac
+
+
+def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
+        strict: bool = False) -> tuple[Any, Any]:
+    """The vector-Hessian product ``v^T H`` of the scalar function ``func`` at ``inputs``: returns
+    ``(func(*inputs), vhp)``, the second shaped as ``inputs``.
+
+    >>> import tapegrad as tg
+    >>> from tapegrad.autograd.functional import vhp
+    >>> out, r = vhp(lambda x: (x ** 3).sum(), tg.tensor([1., 2.]), tg.tensor([1., 1.]))
+    >>> r
+    tensor([ 6., 12.])
+    """
+    with enable_grad():
+        inputs_tuple, ins, vs, outs, outputs_tuple, jac = _hessian_product_setup(
+            func, inputs, v, create_graph, strict, "vhp")
+    with set_grad_enabled(True if create_graph else _C.is_grad_enabled()):
+        res = _grad(jac, ins, vs, create_graph=create_graph)
+        res = _zeros_for_none(res, ins, strict, create_graph, "double_back")
+    return _unpack(_finish(outs, create_graph), outputs_tuple), _unpack(_finish(res, create_graph), inputs_tuple)
+
+
+def hvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
+        strict: bool = False) -> tuple[Any, Any]:
+    """The Hessian-vector product ``H v`` of the scalar function ``func`` at ``inputs``: returns
+    ``(func(*inputs), hvp)``, the second shaped as ``inputs``. It goes through the double-vjp
+    construction, so it costs about twice ``vhp`` (for a symmetric Hessian the two agree).
+
+    >>> import tapegrad as tg
+    >>> from tapegrad.autograd.functional import hvp
+    >>> out, r = hvp(lambda x: (x ** 3).sum(), tg.tensor([1., 2.]), tg.tensor([1., 0.]))
+    >>> r
+    tensor([6., 0.])
+    """
+    with enable_grad():
+        inputs_tuple, ins, vs, outs, outputs_tuple, jac = _hessian_product_setup(
+            func, inputs, v, create_graph, strict, "hvp")
+        grad_jac = tuple(zeros_like(x, requires_grad=True) for x in ins)
+        double_back = _grad(jac, ins, grad_jac, create_graph=True)
+        _strict_requires_grad(jac, "hessian", strict)
+    with set_grad_enabled(True if create_graph else _C.is_grad_enabled()):
+        res = _grad(double_back, grad_jac, vs, create_graph=create_graph)
+        res = _zeros_for_none(res, ins, strict, create_graph, "double_back_trick")
+    return _unpack(_finish(outs, create_graph), outputs_tuple), _unpack(_finish(res, create_graph), inputs_tuple)

@@ -1,0 +1,22 @@
+"""``tapegrad.func``: composable function transforms in the style of JAX and ``torch.func``.
+
+``grad``, ``grad_and_value``, ``vjp``, ``jvp``, ``jacrev``, ``jacfwd``, ``hessian`` and
+``functional_call``. Arguments and results may be tensors or pytrees (tuples, lists, dicts) of
+tensors. Transforms nest -- ``grad(grad(f))``, ``jacfwd(jacrev(f))`` -- and each differentiates
+only with respect to its own inputs: an outer variable captured by an inner function is a
+constant to the inner transform.
+
+There is no ``vmap``: the Jacobian functions loop over basis vectors (one reverse pass per output
+element for ``jacrev``, one forward product per input element for ``jacfwd``). Forward products
+use ``tapegrad.autograd.forward_ad`` when it is available and the double-vjp construction
+otherwise (see ``tapegrad.autograd.functional``).
+
+At the outermost transform the results are detached unless an input (or a tangent or cotangent)
+already requires grad; a tensor that the function captures from outside and that requires grad
+therefore gets no gradient path through the result unless an input requires grad too (PyTorch
+keeps that path; see README's "Differences from PyTorch").
+"""
+
+from ._transforms import functional_call, grad, grad_and_value, hessian, jacfwd, jacrev, jvp, vjp
+
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "functional_call"]
