@@ -494,7 +494,7 @@ def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, s
 
 
 def _hessian_product_setup(func: Callable[..., Any], inputs: Any, v: Any, create_graph: bool, strict: bool,
-                           name: str) -> tuple[bool, tuple[Any, ...], tuple[Any, ...], Any, bool, tuple[Any, ...]]:
+                           name: str) -> tuple[bool, tuple[Any, ...], Any, Any, bool, tuple[Any, ...]]:
     inputs_tuple, ins = _as_tuple(inputs, "inputs", name)
     ins = _prepare(ins, create_graph, True)
     if v is not None:
