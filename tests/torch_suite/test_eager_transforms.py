@@ -1614,3 +1614,179 @@ def test_nested_jacobians(fwd_impl):
     assert_close(jacfwd(jacfwd(f))(x), expected)
     assert_close(hessian(f)(x), expected)
     assert_close(grad(grad(lambda s: s ** 4))(tg.tensor(2.0, dtype=tg.float64)), 48.0)
+
+
+# ============================================================================= more carried-over tests
+
+
+# covers: test_eager_transforms.py::TestGradTransform::test_linear_nd_inplace_activation
+def test_linear_nd_inplace_activation():
+    # the original also records which aten ops run (a dispatch mode); the values are what carry over
+    x = tg.randn(2, 3, 8, dtype=tg.float64)
+    w = tg.randn(16, 8, dtype=tg.float64)
+    b = tg.randn(16, dtype=tg.float64)
+
+    def f(x, w, b):
+        return tg.nn.functional.linear(x, w, b).relu_().sum()
+
+    result = grad(f, argnums=(0, 1, 2))(x, w, b)
+    xr, wr, br = (t.clone().requires_grad_() for t in (x, w, b))
+    (xr @ wr.t() + br).relu().sum().backward()
+    assert_close(result, (xr.grad, wr.grad, br.grad))
+    mask = (np_(x) @ np_(w).T + np_(b)) > 0
+    assert_close(result[2], mask.reshape(-1, 16).sum(0).astype(np.float64))
+
+
+# covers: test_eager_transforms.py::TestGradTransform::test_advanced_indexing
+def test_advanced_indexing_zero_dim_mask():
+    def f(value):
+        log_prob = tg.ones(())
+        val = tg.zeros(()) > 0
+        log_prob[val] = 0
+        return value
+
+    result = grad(f)(tg.randn(()))
+    assert_close(result, 1.0)
+
+
+# covers: test_eager_transforms.py::TestAutogradFunction::test_once_differentiable_autograd_vjp
+def test_once_differentiable_autograd_vjp():
+    class NumpyCube(tg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.x_np = x.detach().numpy()
+            return tg.tensor(ctx.x_np ** 3)
+
+        @staticmethod
+        @tg.autograd.once_differentiable
+        def backward(ctx, grad_output):
+            return grad_output * tg.tensor(3 * ctx.x_np ** 2)
+
+    x = tg.randn([], requires_grad=True)
+    grad_y = tg.randn([], requires_grad=True)
+    _, vjp_fn = vjp(NumpyCube.apply, x)
+    (gx,) = vjp_fn(grad_y)
+    assert_close(gx, 3 * np_(x) ** 2 * np_(grad_y), rtol=1e-5)
+    with pytest.raises(RuntimeError, match="once_differentiable"):
+        gx.backward()
+
+
+# covers: test_eager_transforms.py::TestComposability::test_jvp_supports_saved_tensor_hooks
+def test_jvp_supports_saved_tensor_hooks(fwd_impl):
+    def f(x):
+        return tg.sin(x).sum()
+
+    def g(x):
+        with tg.autograd.graph.save_on_cpu():
+            return f(x)
+
+    x, t = tg.randn(3), tg.randn(3)
+    with tg.autograd.graph.save_on_cpu():
+        _, a = jvp(f, (x,), (t,))
+    _, b = jvp(g, (x,), (t,))
+    expected = (np.cos(np_(x)) * np_(t)).sum()
+    assert_close(a, expected, rtol=1e-5)
+    assert_close(b, expected, rtol=1e-5)
+
+
+@JAC
+# covers: test_eager_transforms.py::TestJac::test_against_reference_correctness_different_devices
+def test_jac_against_reference_cpu_device(jacapi, fwd_impl):
+    # the only device here is the CPU: `.to(device="cpu")` is the identity
+    _against_reference(lambda x, y: (x * y, (x * y).to(device="cpu")), (tg.randn(3), tg.randn(3)), jacapi)
+
+
+# covers: test_eager_transforms.py::TestJac::test_chunk_jacrev_chunksize_one
+def test_chunk_jacrev_chunksize_one():
+    # the half of the original that does not need vmap: chunk_size=1 with a custom function whose
+    # backward has a data-dependent shape operation
+    class Identity(tg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            grad_output.nonzero()
+            return grad_output
+
+    x = tg.randn(3, 3)
+    actual = jacrev(Identity.apply, chunk_size=1)(x)
+    assert_close(actual, AF.jacobian(Identity.apply, x, vectorize=False))
+    assert_close(actual, np.eye(9).reshape(3, 3, 3, 3))
+
+
+# covers: test_eager_transforms.py::TestExamplesCorrectness::test_maml_regression
+def test_maml_regression():
+    # MAML's inner step with tg.func.grad inside an outer reverse pass, against the same step written
+    # with autograd.grad(create_graph=True); the original maps the tasks with vmap, here they loop
+    tg.manual_seed(0)
+    net = tg.nn.Sequential(tg.nn.Linear(1, 40), tg.nn.ReLU(), tg.nn.Linear(40, 40), tg.nn.ReLU(),
+                           tg.nn.Linear(40, 1))
+    params = dict(net.named_parameters())
+    rng = np.random.default_rng(0)
+
+    def fnet(p, x):
+        return functional_call(net, p, (x,))
+
+    def mse(a, b):
+        return ((a - b) ** 2).mean()
+
+    def task_loss(use_transform, x1, y1, x2, y2):
+        def inner_loss(p, x1, y1):
+            return mse(fnet(p, x1), y1)
+
+        if use_transform:
+            grads = grad(inner_loss)(params, x1, y1)
+        else:
+            names = list(params)
+            gs = tg.autograd.grad(inner_loss(params, x1, y1), [params[n] for n in names], create_graph=True)
+            grads = dict(zip(names, gs))
+        new = {k: params[k] - 0.1 * grads[k] for k in params}
+        return mse(fnet(new, x2), y2)
+
+    tasks = []
+    for _ in range(3):
+        a, ph = rng.uniform(0.1, 0.5), rng.uniform(0, np.pi)
+        xs = [rng.uniform(-5, 5, (10, 1)) for _ in range(2)]
+        tasks.append([tg.tensor(v, dtype=tg.float32) for x in xs for v in (x, a * np.sin(x + ph))])
+    plist = list(params.values())
+    res = tg.autograd.grad(sum(task_loss(True, *t) for t in tasks), plist)
+    exp = tg.autograd.grad(sum(task_loss(False, *t) for t in tasks), plist)
+    assert_close(list(res), list(exp), atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("jac", ["jacfwd", "jacrev"])
+# covers: test_eager_transforms.py::TestExamplesCorrectness::test_lennard_jones_batched_jac
+def test_lennard_jones_jac(jac, fwd_impl):
+    # forces from the Jacobian of an energy model, trained through the Jacobian; per sample in a loop
+    # (the original maps jac over the batch with vmap) against autograd.functional.jacobian
+    jacapi = jacfwd if jac == "jacfwd" else jacrev
+    tg.manual_seed(0)
+    sigma, epsilon = 0.5, 4.0
+    r = tg.tensor(np.linspace(0.5, 2 * sigma, 12), dtype=tg.float32)
+    drs = tg.outer(r, tg.tensor([1.0, 0.0, 0.0]))
+    norms = drs.norm(dim=1).reshape(-1, 1)
+    energies = epsilon * ((sigma / norms) ** 12 - (sigma / norms) ** 6)
+    forces = -epsilon * ((-12 * sigma ** 12 / norms ** 13) + (6 * sigma ** 6 / norms ** 7)) * drs
+    model = tg.nn.Sequential(tg.nn.Linear(1, 16), tg.nn.Tanh(), tg.nn.Linear(16, 16), tg.nn.Tanh(),
+                             tg.nn.Linear(16, 1))
+
+    def predict(use_transform):
+        e = model(norms)
+        fs = []
+        for i in range(norms.shape[0]):
+            n_i = norms[i]
+            if use_transform:
+                d = jacapi(model)(n_i).reshape(1)
+            else:
+                d = AF.jacobian(model, n_i, create_graph=True).reshape(1)
+            fs.append(-d * drs[i] / n_i)
+        return e, tg.stack(fs)
+
+    def loss(e, f):
+        return ((energies - e) ** 2).mean() + 0.01 * ((forces - f) ** 2).mean() / 3
+
+    res = tg.autograd.grad(loss(*predict(True)), list(model.parameters()))
+    exp = tg.autograd.grad(loss(*predict(False)), list(model.parameters()))
+    assert_close(list(res), list(exp), atol=1e-4, rtol=1e-4)

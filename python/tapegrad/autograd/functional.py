@@ -314,13 +314,14 @@ def _push_forward(func: Callable[..., Any], primals: tuple[Any, ...], tangents: 
 
 
 def _push(func: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...],
-          outs_of: Callable[[Any], tuple[Any, ...]], create_graph: bool,
+          outs_of: Callable[[Any], tuple[Any, ...]], create_graph: Any,
           fwd: Any) -> tuple[Any, tuple[Any, ...], tuple[Any, ...]]:
     """The forward-mode core shared with ``tg.func``: calls ``func(*inputs)`` where each input
     stands for a primal carrying its tangent, and returns (the result, the output tensors that
     ``outs_of`` picks from it, their tangents -- None where an output does not depend on the
     inputs). ``fwd`` is the ``forward_ad`` module, or None for the double-vjp construction; with
-    ``create_graph`` the tangents keep their graph."""
+    ``create_graph`` the tangents keep their graph. ``create_graph`` may be a function of (the
+    tensors standing for the primals, the result), decided once the function has run."""
     if fwd is not None:
         with fwd.dual_level() as level:
             duals = tuple(fwd.make_dual(p, t, level=level) for p, t in zip(primals, tangents))
@@ -333,6 +334,8 @@ def _push(func: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[An
                     for p in primals)
         obj = func(*ins)
         outs = outs_of(obj)
+        if callable(create_graph):
+            create_graph = create_graph(ins, obj)
         # g(u) = J^T u is linear in u, and the vjp of g with the tangents is J t.
         diff = [(i, o) for i, o in enumerate(outs) if o.requires_grad]
         us = [zeros_like(o, requires_grad=True) for _, o in diff]

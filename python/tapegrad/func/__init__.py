@@ -11,10 +11,9 @@ element for ``jacrev``, one forward product per input element for ``jacfwd``). F
 use ``tapegrad.autograd.forward_ad`` when it is available and the double-vjp construction
 otherwise (see ``tapegrad.autograd.functional``).
 
-At the outermost transform the results are detached unless an input (or a tangent or cotangent)
-already requires grad; a tensor that the function captures from outside and that requires grad
-therefore gets no gradient path through the result unless an input requires grad too (PyTorch
-keeps that path; see README's "Differences from PyTorch").
+At the outermost transform the results are detached unless they depend on something outside the
+transform that requires grad (an input, tangent or cotangent, or a captured tensor such as a
+module's parameter), in which case the caller can differentiate through them.
 """
 
 from ._transforms import functional_call, grad, grad_and_value, hessian, jacfwd, jacrev, jvp, vjp

@@ -66,6 +66,35 @@ def _keep(*tensors: Any) -> bool:
     return _C.is_grad_enabled() and _connected(*tensors)
 
 
+def _reaches_outside(tensors: Any, own: list[Any]) -> bool:
+    """Whether the graph of ``tensors`` reaches a tensor that requires grad other than this
+    transform's own leaves ``own``: a parameter the function captured, say. Then the results must
+    keep their graph for the caller's backward pass through them."""
+    own_ids = {id(t) for t in own}
+    stack = []
+    for t in tree_flatten(tensors)[0]:
+        if not isinstance(t, Tensor) or not t.requires_grad:
+            continue
+        if t.grad_fn is None:
+            if id(t) not in own_ids:
+                return True
+        else:
+            stack.append(t.grad_fn)
+    seen: dict[int, Any] = {}  # holds the nodes so that their ids stay unique during the walk
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen[id(node)] = node
+        var = node.variable
+        if var is not None:
+            if id(var) not in own_ids:
+                return True
+            continue
+        stack.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
+    return False
+
+
 def _track(x: Any) -> Any:
     """A new tensor object standing for ``x`` at this level: a view when ``x`` already requires
     grad (so the outer graph sees through it), else a detached leaf that requires grad."""
@@ -185,6 +214,7 @@ def grad_and_value(func: Callable[..., Any], argnums: argnums_t = 0, has_aux: bo
         with _level():
             chosen = _slice_argnums(args, nums, as_tuple=False)
             in_leaves, in_spec = tree_flatten(chosen)
+            grad_mode = _C.is_grad_enabled()
             keep = _keep(*in_leaves)
             with enable_grad():
                 tracked = [_track(x) for x in in_leaves]
@@ -198,6 +228,7 @@ def grad_and_value(func: Callable[..., Any], argnums: argnums_t = 0, has_aux: bo
                         f"{api}: Expected f(*args) to return a scalar Tensor, got tensor with {output.dim()} dims. "
                         "Maybe you wanted to use the vjp or jacrev APIs instead?"
                     )
+                keep = keep or (grad_mode and _reaches_outside((output, aux), tracked))
                 gs = _grads([output], tracked, None, create_graph=keep)
             grads = tree_unflatten(gs, in_spec)
             if not keep:
@@ -242,6 +273,7 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     api = "vjp(f, *primals)"
     with _level():
         in_leaves, in_spec = tree_flatten(primals)
+        grad_mode = _C.is_grad_enabled()
         keep = _keep(*in_leaves)
         connected = _connected(*in_leaves)
         with enable_grad():
@@ -249,6 +281,9 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
             output = func(*tree_unflatten(tracked, in_spec))
             output, aux = _split_aux(output, has_aux, api)
             out_leaves, out_spec = _tensor_leaves(output, api)
+            if not connected and _reaches_outside((output, aux), tracked):
+                connected = True
+                keep = keep or grad_mode
             for o in out_leaves:
                 if not o.is_floating_point():
                     raise RuntimeError(
@@ -288,9 +323,10 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
 
 
 def _jvp_core(call: Callable[..., Any], primals: list[Any], tangents: list[Any], has_aux: bool,
-              strict: bool, api: str, keep: bool) -> tuple[Any, TreeSpec, list[Any], list[Any], Any]:
+              strict: bool, api: str, keep: bool) -> tuple[Any, TreeSpec, list[Any], list[Any], Any, bool]:
     """Pushes ``tangents`` through ``call(*primals)``: (output pytree, its spec, output leaves,
-    their tangents, aux)."""
+    their tangents, aux, whether the results must keep their graph -- ``keep``, or the function
+    captured a tensor that requires grad)."""
     box: dict[str, Any] = {}
 
     def outs_of(obj: Any) -> tuple[Any, ...]:
@@ -299,7 +335,18 @@ def _jvp_core(call: Callable[..., Any], primals: list[Any], tangents: list[Any],
         box["out"], box["aux"], box["spec"] = out, aux, spec
         return tuple(leaves)
 
-    _, outs, touts = _AF._push(call, tuple(primals), tuple(tangents), outs_of, keep, _AF._forward_ad())
+    grad_mode = _C.is_grad_enabled()
+
+    def decide(ins: tuple[Any, ...], obj: Any) -> bool:
+        box["keep"] = keep or (grad_mode and _reaches_outside(obj, list(ins)))
+        return bool(box["keep"])
+
+    box["keep"] = keep
+    fwd = _AF._forward_ad()
+    _, outs, touts = _AF._push(call, tuple(primals), tuple(tangents), outs_of, decide, fwd)
+    if fwd is not None and not keep:
+        # the primals entered as themselves: anything else requiring grad was captured
+        box["keep"] = grad_mode and _reaches_outside(list(outs) + [box["aux"]], list(primals))
     res = []
     for o, t in zip(outs, touts):
         if t is None:
@@ -310,7 +357,7 @@ def _jvp_core(call: Callable[..., Any], primals: list[Any], tangents: list[Any],
                 )
             t = zeros_like(o)
         res.append(t)
-    return box["out"], box["spec"], list(outs), res, box["aux"]
+    return box["out"], box["spec"], list(outs), res, box["aux"], bool(box["keep"])
 
 
 def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, strict: bool = False,
@@ -352,7 +399,7 @@ def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, strict: bool =
         def call(*flat: Any) -> Any:
             return func(*tree_unflatten(list(flat), p_spec))
 
-        out, spec, outs, touts, aux = _jvp_core(call, p_leaves, t_leaves, has_aux, strict, api, keep)
+        out, spec, outs, touts, aux, keep = _jvp_core(call, p_leaves, t_leaves, has_aux, strict, api, keep)
         if not keep:
             outs = [o.detach() for o in outs]
             touts = [t.detach() for t in touts]
@@ -426,12 +473,14 @@ def jacrev(func: Callable[..., Any], argnums: argnums_t = 0, *, has_aux: bool = 
         nums = _normalize_argnums(argnums, len(args))
         with _level():
             in_leaves, specs = _chosen(args, nums)
+            grad_mode = _C.is_grad_enabled()
             keep = _keep(*in_leaves)
             with enable_grad():
                 tracked = [_track(x) for x in in_leaves]
                 output = func(*_rebuild_args(args, nums, tracked, specs), **kwargs)
                 output, aux = _split_aux(output, has_aux, api)
                 out_leaves, out_spec = _tensor_leaves(output, api)
+                keep = keep or (grad_mode and _reaches_outside((output, aux), tracked))
                 blocks = []
                 for o in out_leaves:
                     rows: list[list[Any]] = [[] for _ in tracked]
@@ -488,8 +537,8 @@ def jacfwd(func: Callable[..., Any], argnums: argnums_t = 0, has_aux: bool = Fal
                 for k in range(x.numel()):
                     tangents = [zeros_like(t) for t in in_leaves]
                     tangents[j] = _one_hot(x, k)
-                    _, out_spec, out_leaves, touts, aux = _jvp_core(call, in_leaves, tangents, has_aux, False,
-                                                                    api, keep)
+                    _, out_spec, out_leaves, touts, aux, keep = _jvp_core(call, in_leaves, tangents, has_aux,
+                                                                          False, api, keep)
                     if cols is None:
                         cols = [[] for _ in touts]
                     for i, t in enumerate(touts):
