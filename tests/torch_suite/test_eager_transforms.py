@@ -1790,3 +1790,53 @@ def test_lennard_jones_jac(jac, fwd_impl):
     res = tg.autograd.grad(loss(*predict(True)), list(model.parameters()))
     exp = tg.autograd.grad(loss(*predict(False)), list(model.parameters()))
     assert_close(list(res), list(exp), atol=1e-4, rtol=1e-4)
+
+
+# covers: test_eager_transforms.py::TestHigherOrderOperatorInteraction::test_grad_name_wrapping
+def test_grad_name_wrapping():
+    def my_fn(x):
+        return x.sum()
+
+    assert grad(my_fn).__name__ == "my_fn"
+    assert jacrev(my_fn).__name__ == "my_fn" and jacfwd(my_fn).__name__ == "my_fn"
+
+
+# covers: test_eager_transforms.py::TestHigherOrderOperatorInteraction::test_functional_call_multiple_dicts
+def test_functional_call_multiple_dicts():
+    mod = tg.nn.Linear(1, 1)
+    x = tg.randn(1, 1)
+    out = functional_call(mod, ({"weight": tg.zeros(1, 1)}, {"bias": tg.ones(1)}), x)
+    assert_close(out, [[1.0]])
+
+
+# covers: test_eager_transforms.py::TestGradTrackingTensorToList::test_tolist_with_grad
+# covers: test_eager_transforms.py::TestGradTrackingTensorToList::test_tolist_multidimensional_grad
+def test_tolist_inside_grad():
+    seen = []
+
+    def f(x):
+        seen.append(x.tolist())
+        return (x ** 2).sum()
+
+    assert_close(grad(f)(tg.tensor([1.0, 2.0, 3.0], requires_grad=True)), [2.0, 4.0, 6.0])
+    assert seen == [[1.0, 2.0, 3.0]]
+
+    def g(x):
+        seen.append(x.tolist())
+        return x.sum()
+
+    assert_close(grad(g)(tg.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])), np.ones((2, 3)))
+    assert seen[-1] == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+
+
+# covers: test_eager_transforms.py::TestGradTrackingTensorToList::test_tolist_nested_grad
+def test_tolist_nested_grad():
+    def f(x):
+        def g(y):
+            assert isinstance(y.tolist(), list)
+            return (y ** 2).sum()
+
+        assert isinstance(x.tolist(), list)
+        return grad(g)(x).sum()
+
+    assert_close(grad(f)(tg.tensor([1.0, 2.0, 3.0], requires_grad=True)), [2.0, 2.0, 2.0])

@@ -1156,3 +1156,24 @@ def test_forward_mode_jacobian_against_finite_differences(fwd_impl):
                 col = (np_(outs_p[i]) - np_(outs_m[i])) / (2 * eps)
                 got = np_(jac[i][j])[(Ellipsis,) + idx]
                 np.testing.assert_allclose(got, col, atol=1e-6)
+
+
+# covers: test_functional.py::TestAutogradFunctional::test_construct_standard_basis_for
+def test_construct_standard_basis_for():
+    cases = [
+        (tg.randn(2, 3),),
+        (tg.randn(1),),
+        (tg.randn([]),),
+        (tg.randn(1), tg.randn([]), tg.randn([])),
+        (tg.randn(2), tg.randn(3), tg.randn([])),
+        (tg.randn(2), tg.randn([]), tg.randn(3)),
+        (tg.randn(2, 3), tg.randn(3), tg.randn(3, 4, 2)),
+        (tg.randn(2, dtype=tg.float64), tg.randn(3, dtype=tg.float32)),
+    ]
+    for inputs in cases:
+        numels = tuple(t.numel() for t in inputs)
+        results = AF._construct_standard_basis_for(inputs, numels)
+        for r, t in zip(results, inputs):
+            assert r.dtype == t.dtype
+        full = np.concatenate([np_(r).astype(np.float32) for r in results], axis=1)
+        np.testing.assert_array_equal(full, np.eye(full.shape[0], dtype=np.float32))

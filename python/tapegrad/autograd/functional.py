@@ -276,6 +276,23 @@ def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     return _unpack(_finish(outs, create_graph), outputs_tuple), _unpack(_finish(res, create_graph), outputs_tuple)
 
 
+def _construct_standard_basis_for(tensors: Any, tensor_numels: Any) -> tuple[Any, ...]:
+    """The standard basis of the concatenated inputs, split per input: for N = sum of the numels,
+    chunk i is an (N, numel_i) tensor of input i's dtype, and the chunks side by side are the N x N
+    identity (the tangents that give a Jacobian column by column)."""
+    if len(tensors) != len(tensor_numels) or not tensors:
+        raise AssertionError("expected one numel per tensor, and at least one tensor")
+    total = sum(tensor_numels)
+    chunks, start = [], 0
+    for t, n in zip(tensors, tensor_numels):
+        chunk = _C.zeros(total, n, dtype=t.dtype)
+        for k in range(n):
+            chunk[start + k, k] = 1
+        start += n
+        chunks.append(chunk)
+    return tuple(chunks)
+
+
 def _basis_jvps(func: Callable[..., Any], ins: tuple[Any, ...]) -> tuple[Any, list[list[Any]], list[Any]]:
     """Forward-mode Jacobian columns: for each input element, the tangent of every output.
     Returns (the outputs as given, cols[out][k] for k over all input elements, the outputs)."""
