@@ -1,5 +1,6 @@
-"""tapegrad against PyTorch and NumPy on the workloads of issue 5 (W1-W6) and issue 16 (W7: one Adam
-step over W4's parameters; W8: W4 trained as a `tg.nn` model with `tg.optim.Adam`).
+"""tapegrad against PyTorch and NumPy on the workloads of issue 5 (W1-W6), issue 16 (W7: one Adam
+step over W4's parameters; W8: W4 trained as a `tg.nn` model with `tg.optim.Adam`) and issue 18 (W9:
+the 100x100 Jacobian of an MLP with `func.jacrev` and `func.jacfwd`).
 
 Each workload runs in its own process, alternating the implementations within that process
 (warm-up first, then REPEATS rounds), and the parent prints a table of medians, min..max and the
@@ -317,6 +318,39 @@ def w8_make(lib):
     return factory
 
 
+# ---------------------------------------------------------------- W9: a 100x100 Jacobian of an MLP
+W9_N, W9_HIDDEN = 100, 256
+
+
+def w9_make(lib, api):
+    """The Jacobian of x -> W3 tanh(W2 tanh(W1 x + b1) + b2) + b3 (100 -> 256 -> 256 -> 100, float32,
+    the parameters captured, not differentiated) at one x, with `func.jacrev` or `func.jacfwd`.
+    tapegrad loops over basis vectors (no vmap); torch.func vectorizes them with vmap."""
+    def factory():
+        rng = np.random.default_rng(0)
+        sizes = (W9_N, W9_HIDDEN, W9_HIDDEN, W9_N)
+        ws = [lib.from_numpy((rng.standard_normal((b, a)) / np.sqrt(a)).astype(np.float32))
+              for a, b in zip(sizes, sizes[1:])]
+        bs = [lib.from_numpy(rng.standard_normal(b).astype(np.float32)) for b in sizes[1:]]
+        x = lib.from_numpy(rng.standard_normal(W9_N).astype(np.float32))
+
+        def mlp(x):
+            for i, (w, b) in enumerate(zip(ws, bs)):
+                x = w @ x + b
+                if i < len(ws) - 1:
+                    x = x.tanh()
+            return x
+
+        jac = getattr(lib.func, api)(mlp)
+
+        def run():
+            return float(jac(x).sum().item())
+
+        return run
+
+    return factory
+
+
 def workloads():
     tg = try_import("tapegrad")
     torch = try_import("torch")
@@ -335,13 +369,16 @@ def workloads():
                "torch foreach": w7_make(torch, foreach=True) if torch else None,
                "torch fused": w7_make(torch, fused=True) if torch else None},
         "W8": {"tapegrad": w8_make(tg), "torch": w8_make(torch) if torch else None},
+        "W9": {"tapegrad-jacrev": w9_make(tg, "jacrev"), "tapegrad-jacfwd": w9_make(tg, "jacfwd"),
+               "torch-jacrev": w9_make(torch, "jacrev") if torch else None,
+               "torch-jacfwd": w9_make(torch, "jacfwd") if torch else None},
     }
     return w
 
 
 UNITS = {"W1": ("ms/step", 1e3 / STEPS), "W2": ("us/op", 1e6 / 1000), "W3": ("us/call", 1e6 / 1000),
          "W4": ("ms/step", 1e3), "W5": ("s", 1.0), "W6": ("ms/step", 1e3), "W7": ("ms/step", 1e3),
-         "W8": ("ms/step", 1e3)}
+         "W8": ("ms/step", 1e3), "W9": ("ms/jac", 1e3)}
 
 
 def chain_memory(libname):
