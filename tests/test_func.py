@@ -195,3 +195,25 @@ def test_functional_call_restores_on_error():
 def test_public_functions_have_docstring_examples(obj):
     doc = inspect.getdoc(obj)
     assert doc and ">>> " in doc
+
+
+def test_integer_outputs_and_inputs():
+    x = tg.tensor([1.0, 2.0])
+    # reverse mode refuses integer outputs, as PyTorch's; forward mode gives an integer zero Jacobian
+    with pytest.raises(RuntimeError, match="must be floating-point"):
+        func.jacrev(lambda a: (a > 0).long())(x)
+    with pytest.raises(RuntimeError, match="must be floating-point"):
+        func.vjp(lambda a: (a > 0).long(), x)
+    jac = func.jacfwd(lambda a: (a > 0).long())(x)
+    assert jac.dtype == tg.int64 and jac.abs().sum().item() == 0
+    with pytest.raises(RuntimeError, match="floating point dtype can require gradients"):
+        func.grad(lambda a: (a * 2).sum())(tg.tensor([1, 2]))
+    with pytest.raises(RuntimeError, match="floating point dtype can require gradients"):
+        AF.jacobian(lambda a: a * 2, tg.tensor([1, 2]))
+
+
+def test_empty_inputs():
+    assert tuple(func.jacrev(lambda a: a.sum() + 1)(tg.ones(0)).shape) == (0,)
+    assert tuple(func.jacfwd(lambda a: a.sum() + 1)(tg.ones(0)).shape) == (0,)
+    assert tuple(AF.jacobian(lambda a: a * 2, tg.ones(0)).shape) == (0, 0)
+    assert tuple(func.grad(lambda a: a.sum())(tg.ones(0)).shape) == (0,)

@@ -178,6 +178,16 @@ def _tensor_leaves(tree: Any, api: str) -> tuple[list[Any], TreeSpec]:
     return leaves, spec
 
 
+def _check_floating(outputs: list[Any]) -> None:
+    # reverse mode differentiates floating outputs only (jacrev's message is vjp's, as PyTorch's)
+    for o in outputs:
+        if not o.is_floating_point():
+            raise RuntimeError(
+                f"vjp(f, ...): All outputs of f must be floating-point or complex Tensors, got Tensor "
+                f"with dtype {o.dtype}"
+            )
+
+
 def _grads(outputs: list[Any], inputs: list[Any], grad_outputs: list[Any] | None, create_graph: bool,
            retain_graph: bool | None = None) -> list[Any]:
     """Gradients of ``outputs`` (those that require grad) with respect to ``inputs``, zeros where
@@ -284,12 +294,7 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
             if not connected and _reaches_outside((output, aux), tracked):
                 connected = True
                 keep = keep or grad_mode
-            for o in out_leaves:
-                if not o.is_floating_point():
-                    raise RuntimeError(
-                        f"vjp(f, ...): All outputs of f must be floating-point or complex Tensors, got Tensor "
-                        f"with dtype {o.dtype}"
-                    )
+            _check_floating(out_leaves)
 
     def vjp_fn(cotangents: Any, retain_graph: bool = True, create_graph: bool | None = None) -> tuple[Any, ...]:
         ct_leaves, ct_spec = tree_flatten(cotangents)
@@ -480,6 +485,7 @@ def jacrev(func: Callable[..., Any], argnums: argnums_t = 0, *, has_aux: bool = 
                 output = func(*_rebuild_args(args, nums, tracked, specs), **kwargs)
                 output, aux = _split_aux(output, has_aux, api)
                 out_leaves, out_spec = _tensor_leaves(output, api)
+                _check_floating(out_leaves)
                 keep = keep or (grad_mode and _reaches_outside((output, aux), tracked))
                 blocks = []
                 for o in out_leaves:
