@@ -1840,3 +1840,25 @@ def test_tolist_nested_grad():
         return grad(g)(x).sum()
 
     assert_close(grad(f)(tg.tensor([1.0, 2.0, 3.0], requires_grad=True)), [2.0, 2.0, 2.0])
+
+
+# covers: test_eager_transforms.py::TestComposability::test_autograd_functional_jacrev_inside_transform
+# covers: test_eager_transforms.py::TestComposability::test_autograd_functional_vjp_inside_transform
+# covers: test_eager_transforms.py::TestComposability::test_autograd_functional_jvp_inside_transform
+def test_autograd_functional_inside_transform():
+    # the grad half of the originals (their vmap half is out of scope): a result without history
+    # inside a transform would be a silent zero derivative, so the call is refused
+    x = tg.randn([])
+    calls = [
+        lambda x: AF.jacobian(lambda x: x.sin().sum(), x),
+        lambda x: AF.vjp(lambda x: x.sin().sum(), x)[1],
+        lambda x: AF.jvp(lambda x: x.sin().sum(), (x,), (tg.ones_like(x),))[1],
+        lambda x: AF.hessian(lambda x: x.sin().sum(), x),
+        lambda x: AF.hvp(lambda x: x.sin().sum(), x, tg.ones_like(x))[1],
+        lambda x: AF.vhp(lambda x: x.sin().sum(), x, tg.ones_like(x))[1],
+    ]
+    for call in calls:
+        with pytest.raises(RuntimeError, match="tg.autograd.functional"):
+            grad(call)(x)
+    # with create_graph=True the derivative goes through: d/dx cos(x) = -sin(x)
+    assert_close(grad(lambda x: AF.jacobian(lambda x: x.sin().sum(), x, create_graph=True))(x), -x.sin())

@@ -51,6 +51,22 @@ def _forward_ad() -> Any:
 # argument plumbing
 
 
+def _refuse_inside_transform(name: str, create_graph: bool) -> None:
+    """Inside a ``tg.func`` transform a result without history would silently hide the function's
+    dependence on the transform's inputs (a zero derivative); PyTorch refuses these calls there too."""
+    if create_graph or not _C.is_grad_enabled():
+        return
+    from ..func import _transforms
+
+    if _transforms._depth() > 0:
+        raise RuntimeError(
+            f"tg.autograd.functional.{name} was called inside a function being transformed by tg.func "
+            "without create_graph=True: its result would have no history, so the transform would see a "
+            "zero derivative. Use the tg.func transforms (grad, vjp, jvp, jacrev, jacfwd, hessian) inside "
+            "transformed functions, or pass create_graph=True."
+        )
+
+
 def _as_tuple(obj: Any, what: str, fn_name: str) -> tuple[bool, tuple[Any, ...]]:
     """(was it a tuple, the tensors as a tuple); anything else than tensors is a TypeError."""
     was_tuple = isinstance(obj, tuple)
@@ -207,6 +223,7 @@ def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     >>> g
     tensor([2., 4.])
     """
+    _refuse_inside_transform("vjp", create_graph)
     with enable_grad():
         inputs_tuple, ins = _as_tuple(inputs, "inputs", "vjp")
         ins = _prepare(ins, create_graph, True)
@@ -255,6 +272,7 @@ def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     >>> t
     tensor([2., 0.])
     """
+    _refuse_inside_transform("jvp", create_graph)
     with enable_grad():
         inputs_tuple, ins = _as_tuple(inputs, "inputs", "jvp")
         ins = _prepare(ins, create_graph, True)
@@ -416,6 +434,7 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
     tensor([[2., 0.],
             [0., 4.]])
     """
+    _refuse_inside_transform("jacobian", create_graph)
     if strategy not in ("forward-mode", "reverse-mode"):
         raise AssertionError(
             'Expected strategy to be either "forward-mode" or "reverse-mode". Hint: "forward-mode" tends '
@@ -551,6 +570,7 @@ def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     >>> r
     tensor([ 6., 12.])
     """
+    _refuse_inside_transform("vhp", create_graph)
     with enable_grad():
         inputs_tuple, ins, vs, outs, outputs_tuple, jac = _hessian_product_setup(
             func, inputs, v, create_graph, strict, "vhp")
@@ -572,6 +592,7 @@ def hvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     >>> r
     tensor([6., 0.])
     """
+    _refuse_inside_transform("hvp", create_graph)
     with enable_grad():
         inputs_tuple, ins, vs, outs, outputs_tuple, jac = _hessian_product_setup(
             func, inputs, v, create_graph, strict, "hvp")
