@@ -1862,3 +1862,65 @@ def test_autograd_functional_inside_transform():
             grad(call)(x)
     # with create_graph=True the derivative goes through: d/dx cos(x) = -sin(x)
     assert_close(grad(lambda x: AF.jacobian(lambda x: x.sin().sum(), x, create_graph=True))(x), -x.sin())
+
+
+# ===================================================================================== TestLinearize
+
+from tapegrad.func import linearize  # noqa: E402
+
+
+# covers: test_eager_transforms.py::TestLinearize::test_linearize_basic
+# covers: test_eager_transforms.py::TestLinearize::test_linearize_return
+def test_linearize_basic_and_return(fwd_impl):
+    x_p, x_t = tg.randn(3, 1), tg.randn(3, 1)
+    for fn in (lambda x: x.cos(), lambda x: (x.cos(), x.sum())):
+        out, jvp_fn = linearize(fn, x_p)
+        exp_out, exp_t = jvp(fn, (x_p,), (x_t,))
+        assert_close(out, exp_out)
+        assert_close(jvp_fn(x_t), exp_t)
+    # the same linearization serves several tangents
+    out, jvp_fn = linearize(lambda x: x.cos(), x_p)
+    assert_close(jvp_fn(tg.ones(3, 1)), -np.sin(np_(x_p)))
+    assert_close(jvp_fn(2 * tg.ones(3, 1)), -2 * np.sin(np_(x_p)))
+
+
+# covers: test_eager_transforms.py::TestLinearize::test_linearize_composition_grad
+def test_linearize_composition_grad(fwd_impl):
+    x_p, x_t = tg.randn(3), tg.randn(3)
+    z = tg.ones(3)
+
+    def fn(x):
+        return grad(lambda x: z @ x)(x)
+
+    _, jvp_fn = linearize(fn, x_p)
+    assert_close(jvp_fn(x_t), jvp(fn, (x_p,), (x_t,))[1])
+    assert_close(jvp_fn(x_t), np.zeros(3))
+
+
+# covers: test_eager_transforms.py::TestLinearize::test_linearize_nested_input_nested_output
+def test_linearize_nested_input_nested_output(fwd_impl):
+    x_p, x_t, y_p, y_t, z_p, z_t = (tg.randn(3, 1) for _ in range(6))
+
+    def fn(arg):
+        x, (y, z) = arg["x"], arg["yz"]
+        return {"a": x.sum(), "b": {"c": y + z, "d": (x * z, y.exp())}}
+
+    inp_p = {"x": x_p, "yz": (y_p, z_p)}
+    inp_t = {"x": x_t, "yz": (y_t, z_t)}
+    out, jvp_fn = linearize(fn, inp_p)
+    exp_out, exp_t = jvp(fn, (inp_p,), (inp_t,))
+    assert_close(out, exp_out)
+    assert_close(jvp_fn(inp_t), exp_t)
+
+
+# covers: test_eager_transforms.py::TestLinearize::test_linearize_errors
+def test_linearize_errors():
+    # the original runs on CUDA only for its device check; the argspec, shape and dtype checks carry
+    x_p, x_t = tg.randn(3, 1), tg.randn(3, 1)
+    _, jvp_fn = linearize(lambda x: x.sin(), x_p)
+    with pytest.raises(RuntimeError, match="to have the same argspec as the primals"):
+        jvp_fn((x_t, x_t))
+    with pytest.raises(RuntimeError, match="in flattened pytree doesn't match the shape"):
+        jvp_fn(x_t.unsqueeze(0))
+    with pytest.raises(RuntimeError, match="in flattened pytree doesn't match the dtype"):
+        jvp_fn(x_t.to(tg.float64))

@@ -1,7 +1,7 @@
 """``tapegrad.func``: composable function transforms in the style of JAX and ``torch.func``.
 
-``grad``, ``grad_and_value``, ``vjp``, ``jvp``, ``jacrev``, ``jacfwd``, ``hessian`` and
-``functional_call``. Arguments and results may be tensors or pytrees (tuples, lists, dicts) of
+``grad``, ``grad_and_value``, ``vjp``, ``jvp``, ``jacrev``, ``jacfwd``, ``hessian``, ``linearize``
+and ``functional_call``. Arguments and results may be tensors or pytrees (tuples, lists, dicts) of
 tensors. Transforms nest -- ``grad(grad(f))``, ``jacfwd(jacrev(f))`` -- and each differentiates
 only with respect to its own inputs: an outer variable captured by an inner function is a
 constant to the inner transform.
@@ -16,6 +16,6 @@ transform that requires grad (an input, tangent or cotangent, or a captured tens
 module's parameter), in which case the caller can differentiate through them.
 """
 
-from ._transforms import functional_call, grad, grad_and_value, hessian, jacfwd, jacrev, jvp, vjp
+from ._transforms import functional_call, grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp
 
-__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "functional_call"]
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "functional_call", "linearize"]

@@ -696,3 +696,73 @@ def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = No
 
 
 _MISSING = object()
+
+
+# --- linearize ----------------------------------------------------------------------------------------
+
+
+def linearize(func: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
+    """Runs ``func(*primals)`` once and returns ``(output, jvp_fn)``: ``jvp_fn(*tangents)`` -- the
+    tangents shaped as ``primals`` -- gives the Jacobian-vector product at ``primals``, each call
+    one reverse pass over a graph built once (the double-vjp construction: the vjp graph of ``func``
+    with a dummy cotangent, differentiated with respect to that cotangent). It keeps that graph
+    alive as long as ``jvp_fn``.
+
+    >>> import tapegrad as tg
+    >>> out, jvp_fn = tg.func.linearize(lambda x: x.sin(), tg.zeros(3))
+    >>> jvp_fn(tg.tensor([1., 2., 3.]))
+    tensor([1., 2., 3.])
+    """
+    api = "linearize(f, *primals)"
+    leaves, spec = tree_flatten(primals)
+    for x in leaves:
+        if not isinstance(x, Tensor):
+            raise RuntimeError(f"{api}: Expected primals to only contain Tensors, got {type(x)}")
+    shapes = [tuple(x.shape) for x in leaves]
+    dtypes = [x.dtype for x in leaves]
+    with _level():
+        grad_mode = _C.is_grad_enabled()
+        keep = _keep(*leaves)
+        with enable_grad():
+            tracked = [_track(x) for x in leaves]
+            output = func(*tree_unflatten(tracked, spec))
+            out_leaves, out_spec = _tensor_leaves(output, api)
+            keep = keep or (grad_mode and _reaches_outside(output, tracked))
+            diff = [(i, o) for i, o in enumerate(out_leaves) if o.requires_grad]
+            dummies = [zeros_like(o, requires_grad=True) for _, o in diff]
+            if diff:
+                from ..autograd import grad as _autograd_grad
+
+                vjps = list(_autograd_grad([o for _, o in diff], tracked, dummies, create_graph=True,
+                                           allow_unused=True))
+            else:
+                vjps = [None] * len(tracked)
+
+    def jvp_fn(*tangents: Any) -> Any:
+        t_leaves, t_spec = tree_flatten(tangents)
+        if t_spec != spec:
+            raise RuntimeError(f"Expected the tangents {t_spec} to have the same argspec as the primals {spec}")
+        for idx, t in enumerate(t_leaves):
+            if not isinstance(t, Tensor):
+                raise RuntimeError(f"{api}: Expected tangents to only contain Tensors, got {type(t)}")
+            if tuple(t.shape) != shapes[idx]:
+                raise RuntimeError(f"tangent:{idx} with shape {t.shape} in flattened pytree doesn't match the shape "
+                                   f"{shapes[idx]} of the corresponding primal.")
+            if t.dtype != dtypes[idx]:
+                raise RuntimeError(f"tangent:{idx} with dtype {t.dtype} in flattened pytree doesn't match the dtype "
+                                   f"{dtypes[idx]} of the corresponding primal.")
+        cg = _C.is_grad_enabled() and (keep or _depth() > 0 or any(t.requires_grad for t in t_leaves))
+        pairs = [(g, t) for g, t in zip(vjps, t_leaves) if g is not None and g.requires_grad]
+        res: list[Any] = [None] * len(out_leaves)
+        if pairs:
+            from ..autograd import grad as _autograd_grad
+
+            with _no_inference(), enable_grad():
+                got = _autograd_grad([g for g, _ in pairs], dummies, [t for _, t in pairs], retain_graph=True,
+                                     create_graph=cg, allow_unused=True)
+            for (i, _), r in zip(diff, got):
+                res[i] = r
+        res = [zeros_like(o) if r is None else (r if cg else r.detach()) for o, r in zip(out_leaves, res)]
+        return tree_unflatten(res, out_spec)
+
+    return (output if keep else _detach_tree(output)), jvp_fn
