@@ -217,3 +217,51 @@ def test_empty_inputs():
     assert tuple(func.jacfwd(lambda a: a.sum() + 1)(tg.ones(0)).shape) == (0,)
     assert tuple(AF.jacobian(lambda a: a * 2, tg.ones(0)).shape) == (0, 0)
     assert tuple(func.grad(lambda a: a.sum())(tg.ones(0)).shape) == (0,)
+
+
+def test_transforms_on_several_threads():
+    # the nesting depth is per thread: transforms running at once on several threads keep their
+    # own levels (a shared counter would make an outermost call keep or drop history wrongly)
+    import threading
+
+    errors = []
+
+    def work(seed):
+        try:
+            rng = np.random.default_rng(seed)
+            xa = rng.standard_normal(3)
+            x = tg.tensor(xa)
+            for _ in range(20):
+                h = func.hessian(lambda v: (v ** 3).sum())(x)
+                np.testing.assert_allclose(h.numpy(), np.diag(6 * xa), atol=1e-10)
+                g = func.grad(lambda v: (v.sin()).sum())(x)
+                assert g.grad_fn is None
+                np.testing.assert_allclose(g.numpy(), np.cos(xa), atol=1e-12)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+        assert not t.is_alive()
+    assert not errors, errors[0]
+
+
+def test_exception_inside_transform_restores_state():
+    def bad(x):
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        func.grad(bad)(tg.ones(()))
+    from tapegrad.func import _transforms
+
+    assert _transforms._depth() == 0
+    with tg.inference_mode():
+        with pytest.raises(ValueError, match="boom"):
+            func.grad(bad)(tg.ones(()))
+        assert tg.is_inference_mode_enabled()
+    # an outermost transform after the failure detaches again
+    g = func.grad(lambda x: (x ** 2).sum())(tg.ones(2))
+    assert g.grad_fn is None
