@@ -311,18 +311,38 @@ def _construct_standard_basis_for(tensors: Any, tensor_numels: Any) -> tuple[Any
     return tuple(chunks)
 
 
+def _one_hot(like: Any, k: int) -> Any:
+    flat = zeros_like(like).reshape(-1)
+    flat[k] = 1
+    return flat.reshape(*like.shape)
+
+
 def _basis_jvps(func: Callable[..., Any], ins: tuple[Any, ...]) -> tuple[Any, list[list[Any]], list[Any]]:
     """Forward-mode Jacobian columns: for each input element, the tangent of every output.
-    Returns (the outputs as given, cols[out][k] for k over all input elements, the outputs)."""
+    Returns (the outputs as given, cols[out][k] for k over all input elements, the outputs). With
+    ``forward_ad`` the function runs once per column; with the double-vjp construction it runs
+    once and each column is one reverse pass over the same graph."""
     fwd = _forward_ad()
+
+    def outs_of(obj: Any) -> tuple[Any, ...]:
+        return _as_tuple(obj, "outputs of the user-provided function", "jacobian")[1]
+
     cols: list[list[Any]] | None = None
     outputs_obj: Any = None
     outs: tuple[Any, ...] = ()
+    lin = _Linearization(func, ins, outs_of, False) if fwd is None else None
+    if lin is not None:
+        outputs_obj, outs = lin.obj, lin.outs
+        cols = [[] for _ in outs]
     for j, x in enumerate(ins):
         for k in range(x.numel()):
-            tangents = tuple(zeros_like(t) for t in ins)
-            tangents[j].view(-1)[k] = 1.0
-            outputs_obj, outs, touts = _push_forward(func, ins, tangents, fwd, "jacobian")
+            if lin is not None:
+                tangents: tuple[Any, ...] = tuple(_one_hot(x, k) if i == j else None for i in range(len(ins)))
+                touts = lin.jvp(tangents, retain_graph=True)
+                touts = tuple(zeros_like(o) if t is None else t for o, t in zip(outs, touts))
+            else:
+                tangents = tuple(_one_hot(x, k) if i == j else zeros_like(t) for i, t in enumerate(ins))
+                outputs_obj, outs, touts = _push_forward(func, ins, tangents, fwd, "jacobian")
             if cols is None:
                 cols = [[] for _ in outs]
             for i, t in enumerate(touts):
@@ -330,7 +350,7 @@ def _basis_jvps(func: Callable[..., Any], ins: tuple[Any, ...]) -> tuple[Any, li
     if cols is None:  # every input is empty: run once for the outputs' shapes
         with enable_grad():
             outputs_obj = func(*ins)
-        _, outs = _as_tuple(outputs_obj, "outputs of the user-provided function", "jacobian")
+        outs = outs_of(outputs_obj)
         cols = [[] for _ in outs]
     return outputs_obj, cols, list(outs)
 
@@ -364,28 +384,50 @@ def _push(func: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[An
             outs = outs_of(obj)
             pairs = [fwd.unpack_dual(o, level=level) for o in outs]
         return obj, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
-    with enable_grad():
-        ins = tuple(p.view_as(p) if p.requires_grad else (p.clone() if p.is_inference() else p).detach().requires_grad_(True)
-                    for p in primals)
-        obj = func(*ins)
-        outs = outs_of(obj)
-        if callable(create_graph):
-            create_graph = create_graph(ins, obj)
-        # g(u) = J^T u is linear in u, and the vjp of g with the tangents is J t.
-        diff = [(i, o) for i, o in enumerate(outs) if o.requires_grad]
-        us = [zeros_like(o, requires_grad=True) for _, o in diff]
-        touts: list[Any] = [None] * len(outs)
-        if diff:
-            g = _grad(tuple(o for _, o in diff), ins, tuple(us), create_graph=True)
-            keep = [(gi, t) for gi, t in zip(g, tangents) if gi is not None and gi.requires_grad]
-            if keep:
-                from . import grad as _autograd_grad
+    lin = _Linearization(func, primals, outs_of, create_graph)
+    return lin.obj, lin.outs, lin.jvp(tangents)
 
-                res = _autograd_grad([gi for gi, _ in keep], us, [t for _, t in keep],
-                                     create_graph=create_graph, allow_unused=True)
-                for (i, _), r in zip(diff, res):
-                    touts[i] = r
-    return obj, outs, tuple(touts)
+
+class _Linearization:
+    """``func`` run once at ``primals`` with the double-vjp graph built: for dummy cotangents ``u``
+    (zeros that require grad) ``g(u) = J^T u`` is linear in ``u``, so the vjp of ``g`` with tangents
+    ``t`` is ``J t``. Each ``jvp(tangents)`` is then one reverse pass over ``g``'s graph; the
+    function is not run again. ``create_graph`` may be a function of (the tensors standing for the
+    primals, the result), decided once the function has run."""
+
+    def __init__(self, func: Callable[..., Any], primals: Any, outs_of: Callable[[Any], tuple[Any, ...]],
+                 create_graph: Any) -> None:
+        with enable_grad():
+            self.ins = tuple(
+                p.view_as(p) if p.requires_grad else (p.clone() if p.is_inference() else p).detach().requires_grad_(True)
+                for p in primals
+            )
+            self.obj = func(*self.ins)
+            self.outs = outs_of(self.obj)
+            if callable(create_graph):
+                create_graph = create_graph(self.ins, self.obj)
+            self.create_graph = bool(create_graph)
+            self.diff = [i for i, o in enumerate(self.outs) if o.requires_grad]
+            self.us = tuple(zeros_like(self.outs[i], requires_grad=True) for i in self.diff)
+            if self.diff:
+                self.g = _grad(tuple(self.outs[i] for i in self.diff), self.ins, self.us, create_graph=True)
+            else:
+                self.g = (None,) * len(self.ins)
+
+    def jvp(self, tangents: Any, retain_graph: bool | None = None) -> tuple[Any, ...]:
+        """The tangents of the outputs (None where an output does not depend on the inputs) for
+        ``tangents``, one per primal (None for a zero tangent)."""
+        pairs = [(g, t) for g, t in zip(self.g, tangents) if t is not None and g is not None and g.requires_grad]
+        touts: list[Any] = [None] * len(self.outs)
+        if pairs:
+            from . import grad as _autograd_grad
+
+            with set_grad_enabled(True if self.create_graph else _C.is_grad_enabled()):
+                res = _autograd_grad([g for g, _ in pairs], list(self.us), [t for _, t in pairs],
+                                     retain_graph=retain_graph, create_graph=self.create_graph, allow_unused=True)
+            for i, r in zip(self.diff, res):
+                touts[i] = r
+        return tuple(touts)
 
 
 def _jacobian_forward(func: Callable[..., Any], inputs: Any, strict: bool, vectorize: bool) -> Any:

@@ -539,7 +539,11 @@ def jacfwd(func: Callable[..., Any], argnums: argnums_t = 0, has_aux: bool = Fal
             out_leaves: list[Any] = []
             out_spec: TreeSpec | None = None
             aux = None
-            for j, x in enumerate(in_leaves):
+            if _AF._forward_ad() is None and any(x.numel() for x in in_leaves):
+                # double-vjp: run the function once, then one reverse pass per column
+                out_spec, out_leaves, cols, aux, keep = _jacfwd_columns_double_vjp(call, in_leaves, has_aux, api,
+                                                                                   keep)
+            for j, x in enumerate(in_leaves if cols is None else []):
                 for k in range(x.numel()):
                     tangents = [zeros_like(t) for t in in_leaves]
                     tangents[j] = _one_hot(x, k)
@@ -571,6 +575,35 @@ def jacfwd(func: Callable[..., Any], argnums: argnums_t = 0, has_aux: bool = Fal
             return jac
 
     return wrapper
+
+
+def _jacfwd_columns_double_vjp(call: Callable[..., Any], in_leaves: list[Any], has_aux: bool, api: str,
+                               keep: bool) -> tuple[TreeSpec, list[Any], list[list[Any]], Any, bool]:
+    """jacfwd's columns from one run of the function: (output spec, output leaves, cols[out][k] over
+    every input element, aux, whether the results keep their graph)."""
+    box: dict[str, Any] = {}
+    grad_mode = _C.is_grad_enabled()
+
+    def outs_of(obj: Any) -> tuple[Any, ...]:
+        out, aux = _split_aux(obj, has_aux, api)
+        leaves, spec = _tensor_leaves(out, api)
+        box["aux"], box["spec"] = aux, spec
+        return tuple(leaves)
+
+    def decide(ins: tuple[Any, ...], obj: Any) -> bool:
+        return keep or (grad_mode and _reaches_outside(obj, list(ins)))
+
+    lin = _AF._Linearization(call, in_leaves, outs_of, decide)
+    outs = list(lin.outs)
+    cols: list[list[Any]] = [[] for _ in outs]
+    n = len(in_leaves)
+    for j, x in enumerate(in_leaves):
+        for k in range(x.numel()):
+            tangents = [_one_hot(x, k) if i == j else None for i in range(n)]
+            touts = lin.jvp(tangents, retain_graph=True)
+            for i, (o, t) in enumerate(zip(outs, touts)):
+                cols[i].append(zeros_like(o) if t is None else t)
+    return box["spec"], outs, cols, box["aux"], lin.create_graph
 
 
 def hessian(func: Callable[..., Any], argnums: argnums_t = 0) -> Callable[..., Any]:
