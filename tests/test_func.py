@@ -265,3 +265,32 @@ def test_exception_inside_transform_restores_state():
     # an outermost transform after the failure detaches again
     g = func.grad(lambda x: (x ** 2).sum())(tg.ones(2))
     assert g.grad_fn is None
+
+
+def test_linearize_inside_grad_and_with_captured_parameters():
+    x = tg.tensor([0.3, -0.4], dtype=tg.float64)
+    t = tg.tensor([1.0, 2.0], dtype=tg.float64)
+    _, jvp_fn = func.linearize(lambda v: v.sin(), x)
+    # d/dt of sum(cos(x) * t) is cos(x): the jvp_fn is differentiated by an outer transform
+    g = func.grad(lambda s: jvp_fn(s).sum())(t)
+    np.testing.assert_allclose(g.numpy(), np.cos(x.numpy()))
+    w = tg.tensor([2.0, 3.0], dtype=tg.float64, requires_grad=True)
+    _, jvp_fn = func.linearize(lambda v: w * v ** 2, x)
+    out = jvp_fn(t)
+    np.testing.assert_allclose(out.detach().numpy(), 2 * w.detach().numpy() * x.numpy() * t.numpy())
+    out.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), 2 * x.numpy() * t.numpy())
+
+
+def test_results_built_on_another_transforms_closure_are_plain():
+    # vjp_fn and jvp_fn hold graphs on the transforms' own leaves; a transform over them at the top
+    # level still returns plain tensors (those leaves are nobody's parameters)
+    x, y = tg.tensor(0.7, dtype=tg.float64), tg.tensor(1.3, dtype=tg.float64)
+    _, vjp_fn = func.vjp(tg.sin, x)
+    g = func.grad(lambda c: vjp_fn(c)[0])(y)
+    assert g.grad_fn is None and not g.requires_grad
+    np.testing.assert_allclose(g.numpy(), np.cos(0.7))
+    _, jvp_fn = func.linearize(lambda v: v.sin() * v, x)
+    g = func.grad(lambda s: jvp_fn(s))(y)
+    assert g.grad_fn is None
+    np.testing.assert_allclose(g.numpy(), np.cos(0.7) * 0.7 + np.sin(0.7))

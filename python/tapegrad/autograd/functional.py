@@ -18,6 +18,7 @@ refusal with ``strict=True``) but the Jacobian is still built one basis vector a
 from __future__ import annotations
 
 import importlib
+import weakref
 from typing import Any, Callable, Union
 
 from .. import _tapegrad as _C
@@ -32,6 +33,21 @@ _TensorOrTensors = Union[_C.Tensor, "tuple[_C.Tensor, ...]"]
 # Which forward-mode engine the Jacobian-vector products use: "auto" takes
 # tapegrad.autograd.forward_ad when it can be imported, else the double-vjp construction.
 _FORWARD_IMPL = "auto"
+
+
+# The fresh leaves the transforms make (the tensors standing for their inputs, the dummy cotangents
+# of the double-vjp construction), by id: a graph walk that meets one of them has not met anything
+# of the caller's (tg.func's _reaches_outside). Entries go away with their tensors.
+_INTERNAL_LEAVES: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+
+
+def _internal(t: Any) -> Any:
+    _INTERNAL_LEAVES[id(t)] = t
+    return t
+
+
+def _is_internal(t: Any) -> bool:
+    return _INTERNAL_LEAVES.get(id(t)) is t
 
 
 def _forward_ad() -> Any:
@@ -98,7 +114,7 @@ def _prepare(tensors: tuple[Any, ...], create_graph: bool, need_graph: bool) -> 
         if create_graph and t.requires_grad:
             out.append(t.view_as(t))
         else:
-            out.append(t.detach().requires_grad_(need_graph))
+            out.append(_internal(t.detach().requires_grad_(need_graph)))
     return tuple(out)
 
 
@@ -251,7 +267,7 @@ def _double_vjp_jvp(outs: tuple[Any, ...], ins: tuple[Any, ...], vs: tuple[Any, 
                     create_graph: bool) -> tuple[Any, ...]:
     # g(u) = J^T u is linear in u; d/du <g(u), v> = J v. The dummy u's value never shows up.
     with enable_grad():
-        us = tuple(zeros_like(o, requires_grad=True) for o in outs)
+        us = tuple(_internal(zeros_like(o, requires_grad=True)) for o in outs)
         g = _grad(outs, ins, us, create_graph=True)
         _strict_requires_grad(g, "grad_inputs", strict)
     with set_grad_enabled(True if create_graph else _C.is_grad_enabled()):
@@ -399,7 +415,8 @@ class _Linearization:
                  create_graph: Any) -> None:
         with enable_grad():
             self.ins = tuple(
-                p.view_as(p) if p.requires_grad else (p.clone() if p.is_inference() else p).detach().requires_grad_(True)
+                p.view_as(p) if p.requires_grad
+                else _internal((p.clone() if p.is_inference() else p).detach().requires_grad_(True))
                 for p in primals
             )
             self.obj = func(*self.ins)
@@ -408,23 +425,26 @@ class _Linearization:
                 create_graph = create_graph(self.ins, self.obj)
             self.create_graph = bool(create_graph)
             self.diff = [i for i, o in enumerate(self.outs) if o.requires_grad]
-            self.us = tuple(zeros_like(self.outs[i], requires_grad=True) for i in self.diff)
+            self.us = tuple(_internal(zeros_like(self.outs[i], requires_grad=True)) for i in self.diff)
             if self.diff:
                 self.g = _grad(tuple(self.outs[i] for i in self.diff), self.ins, self.us, create_graph=True)
             else:
                 self.g = (None,) * len(self.ins)
 
-    def jvp(self, tangents: Any, retain_graph: bool | None = None) -> tuple[Any, ...]:
+    def jvp(self, tangents: Any, retain_graph: bool | None = None,
+            create_graph: bool | None = None) -> tuple[Any, ...]:
         """The tangents of the outputs (None where an output does not depend on the inputs) for
-        ``tangents``, one per primal (None for a zero tangent)."""
+        ``tangents``, one per primal (None for a zero tangent); ``create_graph`` defaults to the
+        one decided at construction."""
+        cg = self.create_graph if create_graph is None else create_graph
         pairs = [(g, t) for g, t in zip(self.g, tangents) if t is not None and g is not None and g.requires_grad]
         touts: list[Any] = [None] * len(self.outs)
         if pairs:
             from . import grad as _autograd_grad
 
-            with set_grad_enabled(True if self.create_graph else _C.is_grad_enabled()):
+            with set_grad_enabled(True if cg else _C.is_grad_enabled()):
                 res = _autograd_grad([g for g, _ in pairs], list(self.us), [t for _, t in pairs],
-                                     retain_graph=retain_graph, create_graph=self.create_graph, allow_unused=True)
+                                     retain_graph=retain_graph, create_graph=cg, allow_unused=True)
             for i, r in zip(self.diff, res):
                 touts[i] = r
         return tuple(touts)
@@ -638,7 +658,7 @@ def hvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     with enable_grad():
         inputs_tuple, ins, vs, outs, outputs_tuple, jac = _hessian_product_setup(
             func, inputs, v, create_graph, strict, "hvp")
-        grad_jac = tuple(zeros_like(x, requires_grad=True) for x in ins)
+        grad_jac = tuple(_internal(zeros_like(x, requires_grad=True)) for x in ins)
         double_back = _grad(jac, ins, grad_jac, create_graph=True)
         _strict_requires_grad(jac, "hessian", strict)
     with set_grad_enabled(True if create_graph else _C.is_grad_enabled()):

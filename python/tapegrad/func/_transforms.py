@@ -76,7 +76,7 @@ def _reaches_outside(tensors: Any, own: list[Any]) -> bool:
         if not isinstance(t, Tensor) or not t.requires_grad:
             continue
         if t.grad_fn is None:
-            if id(t) not in own_ids:
+            if id(t) not in own_ids and not _AF._is_internal(t):
                 return True
         else:
             stack.append(t.grad_fn)
@@ -88,7 +88,7 @@ def _reaches_outside(tensors: Any, own: list[Any]) -> bool:
         seen[id(node)] = node
         var = node.variable
         if var is not None:
-            if id(var) not in own_ids:
+            if id(var) not in own_ids and not _AF._is_internal(var):
                 return True
             continue
         stack.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
@@ -104,7 +104,7 @@ def _track(x: Any) -> Any:
         return x.view_as(x)
     if x.is_inference():  # made in inference mode: an ordinary copy can require grad
         x = x.clone()
-    return x.detach().requires_grad_(True)
+    return _AF._internal(x.detach().requires_grad_(True))
 
 
 def _detach_tree(tree: Any) -> Any:
@@ -753,23 +753,20 @@ def linearize(func: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..
             raise RuntimeError(f"{api}: Expected primals to only contain Tensors, got {type(x)}")
     shapes = [tuple(x.shape) for x in leaves]
     dtypes = [x.dtype for x in leaves]
+    box: dict[str, Any] = {}
     with _level():
         grad_mode = _C.is_grad_enabled()
         keep = _keep(*leaves)
-        with enable_grad():
-            tracked = [_track(x) for x in leaves]
-            output = func(*tree_unflatten(tracked, spec))
-            out_leaves, out_spec = _tensor_leaves(output, api)
-            keep = keep or (grad_mode and _reaches_outside(output, tracked))
-            diff = [(i, o) for i, o in enumerate(out_leaves) if o.requires_grad]
-            dummies = [zeros_like(o, requires_grad=True) for _, o in diff]
-            if diff:
-                from ..autograd import grad as _autograd_grad
 
-                vjps = list(_autograd_grad([o for _, o in diff], tracked, dummies, create_graph=True,
-                                           allow_unused=True))
-            else:
-                vjps = [None] * len(tracked)
+        def outs_of(obj: Any) -> tuple[Any, ...]:
+            out_leaves, box["spec"] = _tensor_leaves(obj, api)
+            return tuple(out_leaves)
+
+        def decide(ins: tuple[Any, ...], obj: Any) -> bool:
+            return keep or (grad_mode and _reaches_outside(obj, list(ins)))
+
+        lin = _AF._Linearization(lambda *flat: func(*tree_unflatten(list(flat), spec)), leaves, outs_of, decide)
+    output, out_spec, keep = lin.obj, box["spec"], lin.create_graph
 
     def jvp_fn(*tangents: Any) -> Any:
         t_leaves, t_spec = tree_flatten(tangents)
@@ -785,17 +782,9 @@ def linearize(func: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..
                 raise RuntimeError(f"tangent:{idx} with dtype {t.dtype} in flattened pytree doesn't match the dtype "
                                    f"{dtypes[idx]} of the corresponding primal.")
         cg = _C.is_grad_enabled() and (keep or _depth() > 0 or any(t.requires_grad for t in t_leaves))
-        pairs = [(g, t) for g, t in zip(vjps, t_leaves) if g is not None and g.requires_grad]
-        res: list[Any] = [None] * len(out_leaves)
-        if pairs:
-            from ..autograd import grad as _autograd_grad
-
-            with _no_inference(), enable_grad():
-                got = _autograd_grad([g for g, _ in pairs], dummies, [t for _, t in pairs], retain_graph=True,
-                                     create_graph=cg, allow_unused=True)
-            for (i, _), r in zip(diff, got):
-                res[i] = r
-        res = [zeros_like(o) if r is None else (r if cg else r.detach()) for o, r in zip(out_leaves, res)]
+        with _no_inference():
+            touts = lin.jvp(t_leaves, retain_graph=True, create_graph=cg)
+        res = [zeros_like(o) if r is None else (r if cg else r.detach()) for o, r in zip(lin.outs, touts)]
         return tree_unflatten(res, out_spec)
 
     return (output if keep else _detach_tree(output)), jvp_fn
