@@ -404,6 +404,12 @@ def _push(func: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[An
     return lin.obj, lin.outs, lin.jvp(tangents)
 
 
+def _fresh_leaf(p: Any) -> Any:
+    # a view keeps a forward-mode tangent of p, which detach() would drop
+    q = p.clone() if p.is_inference() else p
+    return q.view_as(q).requires_grad_(True)
+
+
 class _Linearization:
     """``func`` run once at ``primals`` with the double-vjp graph built: for dummy cotangents ``u``
     (zeros that require grad) ``g(u) = J^T u`` is linear in ``u``, so the vjp of ``g`` with tangents
@@ -416,7 +422,7 @@ class _Linearization:
         with enable_grad():
             self.ins = tuple(
                 p.view_as(p) if p.requires_grad
-                else _internal((p.clone() if p.is_inference() else p).detach().requires_grad_(True))
+                else _internal(_fresh_leaf(p))
                 for p in primals
             )
             self.obj = func(*self.ins)

@@ -18,8 +18,8 @@ Tensor = _C.Tensor
 argnums_t = Union[int, "tuple[int, ...]"]
 
 # How many transforms are running on this thread. Inside another transform, results keep their
-# graph (the outer transform differentiates them); at the outermost one they are detached
-# unless an input already belonged to a graph of the caller.
+# graph (the outer transform differentiates them); at the outermost one they are detached unless
+# they depend on something of the caller's that requires grad (an input, or a captured tensor).
 _state = threading.local()
 
 
@@ -96,15 +96,16 @@ def _reaches_outside(tensors: Any, own: list[Any]) -> bool:
 
 
 def _track(x: Any) -> Any:
-    """A new tensor object standing for ``x`` at this level: a view when ``x`` already requires
-    grad (so the outer graph sees through it), else a detached leaf that requires grad."""
+    """A new tensor object standing for ``x`` at this level: a view of ``x``. When ``x`` already
+    requires grad the outer graph sees through it; otherwise the view is a new leaf that requires
+    grad (a view, not ``detach()``, so that a forward-mode tangent ``x`` carries stays on it)."""
     if not isinstance(x, Tensor):
         raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")
     if x.requires_grad:
         return x.view_as(x)
     if x.is_inference():  # made in inference mode: an ordinary copy can require grad
         x = x.clone()
-    return _AF._internal(x.detach().requires_grad_(True))
+    return _AF._internal(x.view_as(x).requires_grad_(True))
 
 
 def _detach_tree(tree: Any) -> Any:
