@@ -5,10 +5,12 @@ Each function takes ``func`` and ``inputs`` (a tensor or a tuple of tensors). ``
 fresh tensors standing for ``inputs`` (views of them when ``create_graph=True`` and they require
 grad, detached copies otherwise), so gradients never reach ``.grad`` fields.
 
-Forward-mode products (``jvp``, ``jacobian(strategy="forward-mode")`` and the forward-over-reverse
-Hessian) are pushed through ``tapegrad.autograd.forward_ad`` when that module is present, and
-otherwise through the double-vjp construction: for ``u`` a dummy cotangent, ``g(u) = J^T u`` is
-linear in ``u``, so the vjp of ``g`` with ``v`` is ``J v``. The private switch ``_FORWARD_IMPL``
+``jvp`` and ``hvp`` use the double-vjp construction, as PyTorch's do: for ``u`` a dummy cotangent,
+``g(u) = J^T u`` is linear in ``u``, so the vjp of ``g`` with ``v`` is ``J v``. The forward-mode
+Jacobian (``jacobian(strategy="forward-mode")``, and the outer Jacobian of
+``hessian(outer_jacobian_strategy="forward-mode")``) goes through ``tapegrad.autograd.forward_ad`` when
+that module is present, else through the same construction (built once, one reverse pass per
+column); so do ``tg.func.jvp``, ``jacfwd`` and ``hessian``. The private switch ``_FORWARD_IMPL``
 (``"auto"``, ``"forward_ad"``, ``"double_vjp"``) picks the path; tests run both.
 
 There is no ``vmap``: ``vectorize=True`` is accepted (and keeps PyTorch's checks, such as its
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import importlib
 import weakref
-from typing import Any, Callable, Union
+from typing import Any, Callable
 
 from .. import _tapegrad as _C
 from .._functional import ones_like, zeros_like
@@ -28,7 +30,6 @@ from .._grad_mode import enable_grad, set_grad_enabled
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
 Tensor = _C.Tensor
-_TensorOrTensors = Union[_C.Tensor, "tuple[_C.Tensor, ...]"]
 
 # Which forward-mode engine the Jacobian-vector products use: "auto" takes
 # tapegrad.autograd.forward_ad when it can be imported, else the double-vjp construction.
@@ -50,14 +51,19 @@ def _is_internal(t: Any) -> bool:
     return _INTERNAL_LEAVES.get(id(t)) is t
 
 
+_FWD_MODULE: list[Any] = []  # the import's outcome, once tried: [module] or [None]
+
+
 def _forward_ad() -> Any:
     """The ``forward_ad`` module when forward-mode products should go through it, else None."""
     if _FORWARD_IMPL == "double_vjp":
         return None
-    try:
-        mod = importlib.import_module("tapegrad.autograd.forward_ad")
-    except ImportError:
-        mod = None
+    if not _FWD_MODULE:
+        try:
+            _FWD_MODULE.append(importlib.import_module("tapegrad.autograd.forward_ad"))
+        except ImportError:
+            _FWD_MODULE.append(None)
+    mod = _FWD_MODULE[0]
     if mod is None and _FORWARD_IMPL == "forward_ad":
         raise RuntimeError("tapegrad.autograd.forward_ad is not available in this build")
     return mod
