@@ -391,6 +391,10 @@ __all__ = [
     # linear algebra (issue 15): tg.linalg and the products
     "linalg", "dot", "vdot", "inner", "outer", "mv", "addmm", "addmv", "baddbmm", "tensordot", "kron",
     "cross", "cdist", "einsum",
+    # zero-copy exchange (issue 15): NumPy's from_numpy/numpy() and DLPack
+    "from_dlpack",
 ]
+
+from ._tapegrad import from_dlpack  # noqa: E402  (zero-copy exchange, issue 15)
 
 _install_tensor_methods()  # t.dot, t.outer, t.norm, t.det, t.inverse ... (python/tapegrad/_products.py)

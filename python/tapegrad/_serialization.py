@@ -129,7 +129,7 @@ class _Reader:
             dtype = node.get("dtype")
             if dtype not in _DTYPES or a.dtype != _DTYPES[dtype]:
                 raise self.fail(f"array {name!r} has dtype {a.dtype}, the manifest says {dtype!r}")
-            t = _C.from_numpy(np.asarray(a, order="C"))  # from_numpy copies
+            t = _C.from_numpy(np.array(a, order="C", copy=True))  # a fresh array: the tensor shares it alone
             if node.get("requires_grad") is True:
                 t.requires_grad_(True)
             self.tensors[name] = t
