@@ -48,7 +48,7 @@ class _Writer:
         if isinstance(obj, Tensor):
             name = self.seen.get(id(obj))
             if name is None:
-                name = self.array(np.asarray(obj.detach().numpy(), order="C"))  # numpy() is already a copy
+                name = self.array(np.asarray(obj.detach().numpy(), order="C"))  # a view, written out before save returns
                 self.seen[id(obj)] = name
                 self.keep.append(obj)
             return {"tensor": name, "dtype": obj.dtype.name, "requires_grad": bool(obj.requires_grad)}

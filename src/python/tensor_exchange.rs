@@ -71,14 +71,21 @@ impl PyTensor {
     }
 
     /// The NumPy array interface (version 3) over this tensor's memory, so that NumPy and the
-    /// libraries that read it share the memory. A tensor that requires grad is refused, as `numpy()`.
+    /// libraries that read it share the memory. A tensor that requires grad (grad mode on) has none
+    /// (`AttributeError`), so `np.asarray` falls back to `__array__`, which refuses it as `numpy()` does.
     ///
     /// >>> import tapegrad as tg
     /// >>> tg.zeros(2, 3).__array_interface__['shape']
     /// (2, 3)
     #[getter]
     fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        check_numpy_allowed(&self.inner)?;
+        // An AttributeError, not numpy()'s RuntimeError: `hasattr(t, "__array_interface__")` stays
+        // a plain False, and NumPy then calls `__array__`, which raises PyTorch's error.
+        if check_numpy_allowed(&self.inner).is_err() {
+            return Err(pyo3::exceptions::PyAttributeError::new_err(
+                "a tensor that requires grad has no __array_interface__; use tensor.detach()",
+            ));
+        }
         super::convert::array_interface(py, &self.inner)
     }
 

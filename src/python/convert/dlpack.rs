@@ -341,7 +341,7 @@ unsafe fn check_tensor(t: &DLTensor) -> PyResult<Checked> {
         .filter(|&n| n.checked_mul(row.itemsize).is_some_and(|b| b <= isize::MAX as usize))
         .ok_or_else(|| PyBufferError::new_err("tg.from_dlpack: the tensor's extent overflows"))?;
     let ptr = (t.data as *mut u8).wrapping_add(t.byte_offset as usize);
-    if len > 0 && (t.data.is_null() || (ptr as usize) % row.itemsize != 0) {
+    if len > 0 && (t.data.is_null() || !(ptr as usize).is_multiple_of(row.itemsize)) {
         return Err(PyBufferError::new_err(
             "tg.from_dlpack: the tensor's address is null or not aligned to its element size",
         ));
@@ -390,7 +390,7 @@ fn consume(py: Python<'_>, capsule: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     if managed.is_null() {
         return Err(PyErr::fetch(py));
     }
-    // SAFETY (this block): the capsule's name promises the struct behind the pointer; it is only
+    // SAFETY: the capsule's name promises the struct behind the pointer; it is only
     // read until the capsule is renamed, after which it is ours to delete.
     let (checked, writable) = unsafe {
         if versioned {

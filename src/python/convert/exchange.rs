@@ -98,11 +98,23 @@ pub(crate) unsafe fn wrap_foreign(
             ));
         }
     }
-    // SAFETY (each arm): the caller's contract.
-    let buffer = crate::dispatch_all!(dtype, T => <T as crate::tensor::element::Element>::data_buffer(unsafe {
-        Data::foreign(ptr as *mut T, len, writable, owner)
-    }));
+    // SAFETY: the caller's contract, passed on.
+    let buffer = unsafe { crate::dispatch_all!(dtype, T => foreign_buffer::<T>(ptr, len, writable, owner)) };
     Ok(Tensor::from_parts(Arc::new(Storage::new(buffer)), layout, dtype, None))
+}
+
+/// A buffer of `T` over foreign memory.
+///
+/// # Safety
+/// As `Data::foreign`.
+unsafe fn foreign_buffer<T: crate::tensor::element::Element>(
+    ptr: *mut u8,
+    len: usize,
+    writable: bool,
+    owner: ForeignOwner,
+) -> crate::tensor::storage::Buffer {
+    // SAFETY: the caller's contract.
+    T::data_buffer(unsafe { Data::foreign(ptr as *mut T, len, writable, owner) })
 }
 
 /// `tg.from_numpy(a)`: a tensor sharing `a`'s memory (NOTE [Sharing memory with NumPy]).
@@ -143,7 +155,7 @@ pub(crate) fn share_numpy(arr: &Bound<'_, PyAny>) -> PyResult<Tensor> {
                  not supported. (Make a copy of the array with array.copy() first.)",
             ));
         }
-        if s as usize % itemsize != 0 {
+        if !(s as usize).is_multiple_of(itemsize) {
             return Err(PyValueError::new_err(
                 "given numpy array strides not a multiple of the element byte size. Copy the numpy array to \
                  reallocate the memory.",
