@@ -546,3 +546,24 @@ def test_dlpack_round_trip_with_pytorch():
         x = torch.zeros(3, dtype=dt)
         assert tg.from_dlpack(x).dtype == tdt
         assert torch.from_dlpack(tg.zeros(3, dtype=tdt)).dtype == dt
+
+
+def test_two_tensors_over_one_array_in_place():
+    # Two from_numpy calls over one array make two storages; an in-place op between them reads the
+    # operand before writing (never through aliasing slices).
+    a = np.arange(4.0)
+    x, y = tg.from_numpy(a), tg.from_numpy(a)
+    x.add_(y)
+    np.testing.assert_array_equal(a, [0.0, 2.0, 4.0, 6.0])
+    x2, y2 = tg.from_numpy(a[1:]), tg.from_numpy(a[:-1])
+    x2.add_(y2)  # each element gets its left neighbour's value from before the write
+    np.testing.assert_array_equal(a, [0.0, 2.0, 6.0, 10.0])
+
+
+def test_numpy_cannot_resize_an_array_a_tensor_shares():
+    a = np.zeros(3)
+    t = tg.from_numpy(a)
+    with pytest.raises(ValueError):
+        a.resize(1000)  # NumPy sees the extra reference and refuses to reallocate
+    t.add_(1.0)
+    assert a.tolist() == [1.0, 1.0, 1.0]

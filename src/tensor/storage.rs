@@ -279,6 +279,19 @@ impl Storage {
         self.read().is_foreign()
     }
 
+    /// True when this storage's memory and `other`'s intersect: only possible when both are
+    /// foreign views of the same memory (NOTE [Foreign buffers]).
+    pub fn overlaps(&self, other: &Storage) -> bool {
+        let range = |s: &Storage| {
+            let g = s.read();
+            let bytes = g.len() * g.dtype().size();
+            (g.is_foreign(), g.data_ptr(), g.data_ptr() + bytes)
+        };
+        let (fa, a0, a1) = range(self);
+        let (fb, b0, b1) = range(other);
+        fa && fb && a0 < b1 && b0 < a1
+    }
+
     /// The address of the buffer's first element; stable while the storage lives (NOTE [Foreign
     /// buffers]).
     pub fn data_ptr(&self) -> usize {
