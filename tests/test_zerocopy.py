@@ -567,3 +567,13 @@ def test_numpy_cannot_resize_an_array_a_tensor_shares():
         a.resize(1000)  # NumPy sees the extra reference and refuses to reallocate
     t.add_(1.0)
     assert a.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_editing_the_holders_interface_cannot_redirect_an_array():
+    n = tg.arange(3.0).numpy()
+    holder = n.base
+    ai = holder.__array_interface__
+    ai["data"] = (16, False)
+    ai["shape"] = (10**6,)
+    m = np.asarray(holder)  # rebuilt from the holder's own fields
+    assert addr(m) == addr(n) and m.shape == (3,)

@@ -198,18 +198,41 @@ pub(crate) fn share_numpy(arr: &Bound<'_, PyAny>) -> PyResult<Tensor> {
 }
 
 /// Holds a storage for NumPy: the `base` of every array `t.numpy()` returns (NOTE [Sharing memory
-/// with NumPy]).
+/// with NumPy]). Its interface is rebuilt at each read from fields no Python code can change, so a
+/// caller that edits the dict it got cannot point a later array at other memory.
 #[pyclass(name = "_SharedMemory", module = "tapegrad._tapegrad", frozen)]
 pub(crate) struct SharedMemory {
     _storage: Arc<Storage>,
-    interface: Py<PyDict>,
+    interface: Interface,
+}
+
+/// The fields of an array interface.
+struct Interface {
+    addr: usize,
+    shape: Vec<usize>,
+    /// In bytes.
+    strides: Vec<usize>,
+    typestr: String,
+    read_only: bool,
+}
+
+impl Interface {
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("version", 3)?;
+        d.set_item("shape", PyTuple::new(py, &self.shape)?)?;
+        d.set_item("typestr", &self.typestr)?;
+        d.set_item("data", (self.addr, self.read_only))?;
+        d.set_item("strides", PyTuple::new(py, &self.strides)?)?;
+        Ok(d)
+    }
 }
 
 #[pymethods]
 impl SharedMemory {
     #[getter]
-    fn __array_interface__(&self, py: Python<'_>) -> Py<PyDict> {
-        self.interface.clone_ref(py)
+    fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.interface.to_dict(py)
     }
 }
 
@@ -226,7 +249,7 @@ fn typestr(row: &ExchangeDType) -> String {
 }
 
 /// `t`'s array interface: its memory, shape and byte strides, and whether it is read-only.
-pub(crate) fn array_interface<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyDict>> {
+fn interface(t: &Tensor) -> PyResult<Interface> {
     let row = exchange_dtype(t.dtype());
     let l = t.layout();
     // Read under the storage's lock, which is released before any Python object is made.
@@ -237,20 +260,27 @@ pub(crate) fn array_interface<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Boun
     if l.numel() > 0 && l.storage_extent() > len {
         return Err(PyRuntimeError::new_err("tensor layout reaches past the end of its storage"));
     }
-    let addr = if l.numel() == 0 { base } else { base + l.offset * row.itemsize };
-    let d = PyDict::new(py);
-    d.set_item("version", 3)?;
-    d.set_item("shape", PyTuple::new(py, l.shape.iter())?)?;
-    d.set_item("typestr", typestr(row))?;
-    d.set_item("data", (addr, !writable))?;
-    let strides: Vec<usize> = l.strides.iter().map(|s| s * row.itemsize).collect();
-    d.set_item("strides", PyTuple::new(py, strides)?)?;
-    Ok(d)
+    Ok(Interface {
+        addr: if l.numel() == 0 { base } else { base + l.offset * row.itemsize },
+        shape: l.shape.clone(),
+        strides: l.strides.iter().map(|s| s * row.itemsize).collect(),
+        typestr: typestr(row),
+        read_only: !writable,
+    })
 }
+
+/// `t.__array_interface__`.
+pub(crate) fn array_interface<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyDict>> {
+    interface(t)?.to_dict(py)
+}
+
+/// `numpy.asarray`, looked up once.
+static ASARRAY: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
 
 /// A NumPy array over `t`'s memory (no copy); it keeps the storage alive.
 pub(crate) fn share_to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
-    let interface = array_interface(py, t)?.unbind();
+    let interface = interface(t)?;
     let holder = Bound::new(py, SharedMemory { _storage: t.storage().clone(), interface })?;
-    py.import("numpy")?.call_method1("asarray", (holder,))
+    let asarray = ASARRAY.get_or_try_init(py, || py.import("numpy")?.getattr("asarray").map(Bound::unbind))?;
+    asarray.bind(py).call1((holder,))
 }
