@@ -195,6 +195,7 @@ def test_numpy_refuses_a_tensor_that_requires_grad_with_pytorchs_message():
     assert x[0].item() == 3.0  # detach().numpy() shares
     with tg.no_grad():
         assert addr(x.numpy()) == addr(d)
+    assert addr(x.numpy(force=True)) == addr(d)  # force skips the check and still shares (PyTorch)
 
 
 def test_array_protocol_copy_and_dtype():

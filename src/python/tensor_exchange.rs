@@ -25,16 +25,19 @@ fn check_numpy_allowed(t: &crate::Tensor) -> PyResult<()> {
 #[pymethods]
 impl PyTensor {
     /// A NumPy array sharing this tensor's memory: writes through either are seen by the other
-    /// (views keep their strides and offset). A tensor that requires grad is refused; use
-    /// `t.detach().numpy()`.
+    /// (views keep their strides and offset). A tensor that requires grad is refused unless
+    /// `force=True` (which still shares, as PyTorch's); or use `t.detach().numpy()`.
     ///
     /// >>> import tapegrad as tg
     /// >>> t = tg.zeros(3)
     /// >>> a = t.numpy(); a[0] = 5.0
     /// >>> t
     /// tensor([5., 0., 0.])
-    fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        check_numpy_allowed(&self.inner)?;
+    #[pyo3(signature = (*, force=false))]
+    fn numpy<'py>(&self, py: Python<'py>, force: bool) -> PyResult<Bound<'py, PyAny>> {
+        if !force {
+            check_numpy_allowed(&self.inner)?;
+        }
         share_to_numpy(py, &self.inner)
     }
 
