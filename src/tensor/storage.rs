@@ -220,12 +220,19 @@ pub struct Storage {
     last_write: Mutex<Option<WriteRecord>>,
     /// Made under inference mode: its tensors are inference tensors.
     inference: bool,
+    /// The buffer's `is_writable` and `is_foreign`, fixed at creation (the buffer is never replaced),
+    /// so the in-place checks take no lock.
+    writable: bool,
+    foreign: bool,
 }
 
 impl Storage {
     /// Wraps a buffer at version 0.
     pub fn new(buffer: Buffer) -> Self {
+        let (writable, foreign) = (buffer.is_writable(), buffer.is_foreign());
         Storage {
+            writable,
+            foreign,
             data: RwLock::new(buffer),
             version: AtomicU64::new(0),
             last_write: Mutex::new(None),
@@ -271,17 +278,20 @@ impl Storage {
 
     /// False when the buffer is read-only foreign memory (NOTE [Foreign buffers]).
     pub fn is_writable(&self) -> bool {
-        self.read().is_writable()
+        self.writable
     }
 
     /// True when the buffer is foreign memory.
     pub fn is_foreign(&self) -> bool {
-        self.read().is_foreign()
+        self.foreign
     }
 
     /// True when this storage's memory and `other`'s intersect: only possible when both are
     /// foreign views of the same memory (NOTE [Foreign buffers]).
     pub fn overlaps(&self, other: &Storage) -> bool {
+        if !self.foreign || !other.foreign {
+            return false;
+        }
         let range = |s: &Storage| {
             let g = s.read();
             let bytes = g.len() * g.dtype().size();
