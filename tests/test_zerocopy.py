@@ -578,3 +578,11 @@ def test_editing_the_holders_interface_cannot_redirect_an_array():
     ai["shape"] = (10**6,)
     m = np.asarray(holder)  # rebuilt from the holder's own fields
     assert addr(m) == addr(n) and m.shape == (3,)
+
+
+def test_a_tensor_that_requires_grad_has_no_array_interface():
+    x = tg.ones(2, requires_grad=True)
+    assert not hasattr(x, "__array_interface__")
+    with tg.no_grad():
+        assert x.__array_interface__["shape"] == (2,)
+    assert x.detach().__array_interface__["data"][0] == addr(x.detach().numpy())
