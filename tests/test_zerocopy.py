@@ -264,6 +264,17 @@ def test_tensor_deleted_before_the_array():
     assert a[0] == 5.0
 
 
+def test_a_dlpack_consumer_releases_a_shared_array_at_once():
+    a = np.zeros(3)
+    before = sys.getrefcount(a)
+    t = tg.from_numpy(a)
+    n = np.from_dlpack(t)
+    del t
+    assert sys.getrefcount(a) == before + 1
+    del n  # NumPy runs our deleter holding the GIL: the array is released now, not at a later call
+    assert sys.getrefcount(a) == before
+
+
 def test_last_tensor_dropped_on_another_thread():
     a = np.zeros(1000)
     before = sys.getrefcount(a)

@@ -115,18 +115,32 @@ struct ExportVersioned {
     keep: Keep,
 }
 
+/// Drops an export's box. A consumer usually calls the deleter holding the GIL (NumPy does, from
+/// its array's deallocation) but outside any PyO3 call, where PyO3 would defer the release of a
+/// foreign owner to its next attach; when this thread holds the GIL the drop runs attached, so the
+/// release is immediate. Without the GIL it is deferred (never a wait for the GIL).
+fn drop_export<T>(value: T) {
+    // SAFETY: both calls only read the interpreter's and this thread's state.
+    let holds_gil = unsafe { ffi::Py_IsInitialized() != 0 && ffi::PyGILState_Check() == 1 };
+    if holds_gil {
+        Python::attach(|_| drop(value));
+    } else {
+        drop(value);
+    }
+}
+
 unsafe extern "C" fn delete_legacy(p: *mut DLManagedTensor) {
     if !p.is_null() {
         // SAFETY: `p` came from `Box::into_raw` of an `ExportLegacy` (its first field) and the
         // protocol calls the deleter once.
-        drop(unsafe { Box::from_raw(p as *mut ExportLegacy) });
+        drop_export(unsafe { Box::from_raw(p as *mut ExportLegacy) });
     }
 }
 
 unsafe extern "C" fn delete_versioned(p: *mut DLManagedTensorVersioned) {
     if !p.is_null() {
         // SAFETY: as `delete_legacy`.
-        drop(unsafe { Box::from_raw(p as *mut ExportVersioned) });
+        drop_export(unsafe { Box::from_raw(p as *mut ExportVersioned) });
     }
 }
 
