@@ -8,8 +8,9 @@
 //! `#[repr(C)]` structs, and the crates we found (none in the build's dependency set) would add
 //! a dependency for them alone.
 //! Export: the managed struct is boxed together with a strong reference to the tensor's storage
-//! and its shape/strides arrays; the deleter frees the box (any thread, GIL or not: dropping the
-//! storage's last reference only defers the release of a foreign owner, NOTE [Foreign buffers]).
+//! and its shape/strides arrays; the deleter frees the box on any thread: holding the GIL, the
+//! release of a foreign owner is immediate (`drop_export`); without it, deferred to PyO3's next
+//! attach (NOTE [Foreign buffers]), never a wait for the GIL.
 //! The capsule's own destructor calls the deleter only while the capsule is unconsumed (its name
 //! unchanged), as the protocol asks. `max_version >= (1, 0)` gets a versioned capsule (read-only
 //! storages set the read-only flag); older consumers get the 0.x capsule, which a read-only storage
