@@ -173,11 +173,14 @@ def test_impossible_allocations_raise_instead_of_aborting():
             "bmm of expanded": lambda: tg.ones(1, 1, 1).expand(2**10, 2**15, 2**15).bmm(
                 tg.ones(1, 1, 1).expand(2**10, 2**15, 2**15)),
             "cat": lambda: tg.cat([HUGE(), HUGE()]),
-            "numpy()": lambda: HUGE().numpy(),
+            # numpy() shares the expanded memory (stride 0) as in PyTorch; a copy must be refused.
+            "np.array(copy=True)": lambda: np.array(HUGE(), copy=True),
             "tolist()": lambda: HUGE().tolist(),
             "backward into an expanded leaf": lambda: tg.ones(1, requires_grad=True).expand(2**36).sum().backward(),
             "from a broadcast NumPy array": lambda: tg.tensor(np.broadcast_to(np.ones(1), (2**40,))),
-            "from_numpy of a broadcast array": lambda: tg.from_numpy(np.broadcast_to(np.ones(1), (2**40,))),
+            # from_numpy shares the broadcast array (stride 0, no allocation); materializing it is refused.
+            "from_numpy of a broadcast array, made contiguous": lambda: tg.from_numpy(
+                np.broadcast_to(np.ones(1), (2**40,))).contiguous(),
         }
         outcome = {}
         for name, make in attempts.items():

@@ -181,7 +181,7 @@ def new_tensor(p, shape=None, dtype=None, allow_grad=True):
         t = p.must(f"tg.tensor(<{arr.dtype} {shape}>, requires_grad={rg})",
                    lambda: tg.tensor(arr, requires_grad=rg))
     elif how == 1:
-        t = p.must(f"tg.from_numpy(<{arr.dtype} {shape}>)", lambda: tg.from_numpy(arr))
+        t = p.must(f"tg.from_numpy(<{arr.dtype} {shape}>)", lambda: tg.from_numpy(arr.copy()))  # shares: `arr` stays the oracle
         if rg:
             t.requires_grad = True
     elif how == 2:

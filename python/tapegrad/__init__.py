@@ -393,7 +393,11 @@ __all__ = [
     "cross", "cdist", "einsum",
     # function transforms (issue 18): tg.func
     "func",
+    # zero-copy exchange (issue 15): NumPy's from_numpy/numpy() and DLPack
+    "from_dlpack",
 ]
+
+from ._tapegrad import from_dlpack  # noqa: E402  (zero-copy exchange, issue 15)
 
 _install_tensor_methods()  # t.dot, t.outer, t.norm, t.det, t.inverse ... (python/tapegrad/_products.py)
 

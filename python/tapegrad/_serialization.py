@@ -48,7 +48,7 @@ class _Writer:
         if isinstance(obj, Tensor):
             name = self.seen.get(id(obj))
             if name is None:
-                name = self.array(np.asarray(obj.detach().numpy(), order="C"))  # numpy() is already a copy
+                name = self.array(np.asarray(obj.detach().numpy(), order="C"))  # a view, written out before save returns
                 self.seen[id(obj)] = name
                 self.keep.append(obj)
             return {"tensor": name, "dtype": obj.dtype.name, "requires_grad": bool(obj.requires_grad)}
@@ -129,7 +129,7 @@ class _Reader:
             dtype = node.get("dtype")
             if dtype not in _DTYPES or a.dtype != _DTYPES[dtype]:
                 raise self.fail(f"array {name!r} has dtype {a.dtype}, the manifest says {dtype!r}")
-            t = _C.from_numpy(np.asarray(a, order="C"))  # from_numpy copies
+            t = _C.from_numpy(np.array(a, order="C", copy=True))  # a fresh array: the tensor shares it alone
             if node.get("requires_grad") is True:
                 t.requires_grad_(True)
             self.tensors[name] = t

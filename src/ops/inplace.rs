@@ -56,6 +56,12 @@ impl Tensor {
 
     /// Refuses in-place writes that would corrupt autograd state (`recording`: see `inplace_records`).
     pub(crate) fn check_inplace(&self, op: &str, recording: bool) -> Result<()> {
+        if !self.storage().is_writable() {
+            return Err(Error::value(format!(
+                "{op}: this tensor's memory is read-only (it is shared with a non-writable NumPy array or \
+                 a read-only DLPack tensor); write into a copy (`t.clone()`) or share a writable array"
+            )));
+        }
         if self.storage().is_inference() && !crate::autograd::grad_mode::is_inference_mode_enabled() {
             return Err(Error::autograd(crate::autograd::grad_mode::INFERENCE_INPLACE));
         }

@@ -160,6 +160,9 @@ pub(crate) fn zip_cost<T: Element, U: Element>(
 pub(crate) fn with_dst_src<T: Element>(dst: &Tensor, src: &Tensor, f: impl FnOnce(&mut [T], &[T])) -> Result<bool> {
     let (sd, ss) = (dst.storage(), src.storage());
     if std::sync::Arc::ptr_eq(sd, ss)
+        // Two storages over the same foreign memory (two `from_numpy` of one array): a mutable and a
+        // shared slice of one region must not coexist (NOTE [Foreign buffers]); the caller copies.
+        || sd.overlaps(ss)
         || !dst.layout().is_contiguous()
         || !src.layout().is_contiguous()
         || dst.numel() != src.numel()

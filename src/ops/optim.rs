@@ -162,6 +162,15 @@ pub fn step(rule: &Rule, slots: &[Slot]) -> Result<()> {
         check_slot(rule, i, s)?;
     }
     let name = rule.name();
+    // Read-only foreign memory (NOTE [Foreign buffers]) is refused before anything is written.
+    for (i, s) in slots.iter().enumerate() {
+        if std::iter::once(&s.param).chain(&s.states).chain(&s.step).any(|t| !t.storage().is_writable()) {
+            return Err(Error::value(format!(
+                "{name}: parameter {i} (or its state) shares read-only memory (a non-writable NumPy array); \
+                 it can't be updated in place"
+            )));
+        }
+    }
     let mut scalars = Vec::with_capacity(slots.len());
     for s in slots {
         scalars.push(match &s.step {
@@ -264,11 +273,11 @@ fn increment_step(t: &Tensor, name: &'static str) -> Result<f64> {
     let value = {
         let mut guard = t.storage().write();
         match &mut *guard {
-            Buffer::F32(v) => v.get_mut(at).map(|x| {
+            Buffer::F32(v) => v.as_mut_slice().and_then(|v| v.get_mut(at)).map(|x| {
                 *x += 1.0;
                 *x as f64
             }),
-            Buffer::F64(v) => v.get_mut(at).map(|x| {
+            Buffer::F64(v) => v.as_mut_slice().and_then(|v| v.get_mut(at)).map(|x| {
                 *x += 1.0;
                 *x
             }),

@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use super::convert::{check_device, parse_dtype, scalar, sizes, tensor_from_data, tensor_from_numpy};
+use super::convert::{check_device, parse_dtype, scalar, sizes, tensor_from_data};
 use super::gateway::{enter, Cost};
 use super::tensor::PyTensor;
 use crate::error::Error;
@@ -65,15 +65,6 @@ fn tensor(
     };
     let t = tensor_from_data(data, dt)?;
     finish(py, Cost::Metadata, requires_grad, || Ok(t))
-}
-
-#[pyfunction]
-fn from_numpy(py: Python<'_>, arr: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-    let np = py.import("numpy")?;
-    if !arr.is_instance(&np.getattr("ndarray")?)? {
-        return Err(Error::Type(format!("expected np.ndarray (got {})", arr.get_type().name()?)).into());
-    }
-    PyTensor::wrap(py, tensor_from_numpy(arr)?)
 }
 
 /// A tensor of zeros; the shape as ints or as one sequence (float32 unless `dtype` is given).
@@ -228,7 +219,6 @@ fn manual_seed(seed: u64) {
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tensor, m)?)?;
-    m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(zeros, m)?)?;
     m.add_function(wrap_pyfunction!(ones, m)?)?;
     m.add_function(wrap_pyfunction!(empty, m)?)?;

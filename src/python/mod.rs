@@ -16,6 +16,7 @@ mod optim;
 mod tensor;
 mod tensor_arith;
 mod tensor_compose;
+mod tensor_exchange;
 mod tensor_index;
 mod tensor_inplace;
 mod tensor_math;
@@ -53,6 +54,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tensor_compose::register(m)?;
     tensor_scatter::register(m)?;
     linalg::register(m)?;
+    tensor_exchange::register(m)?;
     autograd::install_hooks();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);
     Ok(())

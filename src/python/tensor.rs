@@ -320,31 +320,6 @@ impl PyTensor {
             Scalar::Float(v) => v.into_pyobject(py)?.into_any().unbind(),
         })
     }
-    fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        // As in PyTorch, under no_grad the values may be read even from a tensor that requires grad.
-        if self.inner.requires_grad() && crate::autograd::grad_mode::is_grad_enabled() {
-            return Err(Error::Autograd(
-                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.".into(),
-            )
-            .into());
-        }
-        to_numpy(py, &self.inner)
-    }
-    #[pyo3(signature = (dtype=None, copy=None))]
-    fn __array__<'py>(
-        &self,
-        py: Python<'py>,
-        dtype: Option<&Bound<'py, PyAny>>,
-        copy: Option<bool>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let _ = copy;
-        // `np.asarray(t)` follows `t.numpy()`'s rule, as in PyTorch.
-        let arr = self.numpy(py)?;
-        match dtype {
-            Some(d) if !d.is_none() => arr.call_method1("astype", (d,)),
-            _ => Ok(arr),
-        }
-    }
     fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_numpy(py, &self.inner)?.call_method0("tolist")
     }

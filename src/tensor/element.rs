@@ -4,7 +4,7 @@
 use std::fmt::Debug;
 
 use super::dtype::DType;
-use super::storage::Buffer;
+use super::storage::{Buffer, Data};
 
 /// A type that can live in a tensor's buffer.
 pub trait Element: Copy + Send + Sync + Debug + PartialOrd + Default + 'static {
@@ -16,6 +16,8 @@ pub trait Element: Copy + Send + Sync + Debug + PartialOrd + Default + 'static {
     fn slice_mut(b: &mut Buffer) -> Option<&mut [Self]>;
     /// Wraps a vector into a buffer.
     fn into_buffer(v: Vec<Self>) -> Buffer;
+    /// Wraps owned or foreign elements into a buffer.
+    fn data_buffer(d: Data<Self>) -> Buffer;
     /// Lossy conversion to f64 (bool: 0/1).
     fn to_f64(self) -> f64;
     /// Lossy conversion from f64 (bool: non-zero).
@@ -37,18 +39,21 @@ macro_rules! impl_element {
             const DTYPE: DType = DType::$dt;
             fn slice(b: &Buffer) -> Option<&[Self]> {
                 match b {
-                    Buffer::$variant(v) => Some(v),
+                    Buffer::$variant(v) => Some(v.as_slice()),
                     _ => None,
                 }
             }
             fn slice_mut(b: &mut Buffer) -> Option<&mut [Self]> {
                 match b {
-                    Buffer::$variant(v) => Some(v),
+                    Buffer::$variant(v) => v.as_mut_slice(),
                     _ => None,
                 }
             }
             fn into_buffer(v: Vec<Self>) -> Buffer {
-                Buffer::$variant(v)
+                Buffer::$variant(Data::Owned(v))
+            }
+            fn data_buffer(d: Data<Self>) -> Buffer {
+                Buffer::$variant(d)
             }
             fn to_f64(self) -> f64 {
                 ($to)(self)

@@ -258,9 +258,9 @@ def default_collate(batch: List[Any]) -> Any:
     if isinstance(elem, np.ndarray):
         if elem.dtype.hasobject or elem.dtype.kind in "SUO":
             raise TypeError(f"default_collate: batch must contain tensors, numbers, dicts or lists; found {elem.dtype}")
-        return _C.stack([_C.from_numpy(np.array(b, order="C")) for b in batch], 0)
+        return _C.stack([_C.tensor(b) for b in batch], 0)  # copies (and widens dtypes tapegrad lacks)
     if isinstance(elem, np.generic):
-        return _C.from_numpy(np.array(batch))
+        return _C.tensor(np.array(batch))
     if isinstance(elem, bool):
         return _C.tensor(batch, dtype=_C.bool)
     if isinstance(elem, float):

@@ -5,10 +5,13 @@
 
 mod arrays;
 mod data;
+pub(crate) mod dlpack;
 mod dtype;
+mod exchange;
 mod scalar;
 
 pub(crate) use arrays::{tensor_from_numpy, to_numpy};
 pub(crate) use data::tensor_from_data;
 pub(crate) use dtype::{check_device, dtype_object, parse_dtype, register, PyDType, PyDevice};
+pub(crate) use exchange::{array_interface, share_numpy, share_to_numpy, SharedMemory};
 pub(crate) use scalar::{operand, scalar, shape_args, sizes, tensor_arg, Operand};
