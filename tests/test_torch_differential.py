@@ -281,10 +281,13 @@ UNARY.update({
     "silu": lambda L, x: _F(L).silu(x),
     "gelu": lambda L, x: _F(L).gelu(x),
     "gelu_tanh": lambda L, x: _F(L).gelu(x, approximate="tanh"),
-    "elu": lambda L, x: _F(L).elu(x, alpha=0.7),
-    "selu": lambda L, x: _F(L).selu(x),
+    # PyTorch's gradient of elu, selu and hardtanh at a NaN input depends on the element's position
+    # (its vectorised loop gives NaN, the scalar tail passes the gradient through), so they get
+    # NaN-free inputs here; tapegrad's rule is the scalar path's.
+    "elu": lambda L, x: _F(L).elu(x.nan_to_num(nan=0.25), alpha=0.7),
+    "selu": lambda L, x: _F(L).selu(x.nan_to_num(nan=0.25)),
     "leaky_relu": lambda L, x: _F(L).leaky_relu(x, 0.2),
-    "hardtanh": lambda L, x: _F(L).hardtanh(x, -0.5, 1.5),
+    "hardtanh": lambda L, x: _F(L).hardtanh(x.nan_to_num(nan=0.25), -0.5, 1.5),
     "softplus": lambda L, x: _F(L).softplus(x, beta=2.0, threshold=3.0),
     "logsigmoid": lambda L, x: _F(L).logsigmoid(x),
     "fmod_scalar": lambda L, x: x.fmod(0.75),
