@@ -163,8 +163,6 @@ def test_grad_fn_prehooks(custom):
 # covers: test_autograd.py::TestAutograd::test_grad_fn_prehooks_multiple_outputs
 # (the custom-function half: tapegrad has no built-in operation with one node for several outputs;
 # its var_mean records two nodes, so the built-in half, a prehook seeing (gvar, gmean), is left out)
-@pytest.mark.xfail(strict=True, reason="a custom function's non-tensor output has no gradient slot in its node: "
-                   "node hooks see 2 entries where PyTorch's see 3 (None for the non-tensor)")
 def test_grad_fn_prehooks_multiple_outputs():
     class DoubleMul2(tg.Function):
         @staticmethod
@@ -277,8 +275,6 @@ def test_prehook_ordering():
 
 
 # covers: test_autograd.py::TestAutograd::test_prehook_ordering (its last part)
-@pytest.mark.xfail(strict=True, reason="backward(inputs=(b,)) with b a non-leaf stops at b's gradient without "
-                   "running b's node; PyTorch runs that node (its prehooks too) and stops after it")
 def test_prehook_ordering_backward_to_non_leaf():
     log = []
 
@@ -324,9 +320,6 @@ def test_accumulate_grad_posthooks_can_observe_tensor_prehook():
 
 
 # covers: test_autograd.py::TestAutograd::test_post_accumulate_grad_hook_ordering
-@pytest.mark.xfail(strict=True, reason="an accumulator's post hook gets the gradient it received as a tensor of "
-                   "its own; PyTorch stores that very tensor as the first .grad, so the post-accumulate hook's "
-                   "in-place add shows in it")
 def test_post_accumulate_grad_hook_ordering():
     t = tg.rand(3, requires_grad=True)
 
