@@ -3,9 +3,9 @@ with gradients (and second derivatives) checked against float64 central differen
 
 import numpy as np
 import pytest
+from conftest import check_grads
 
 import tapegrad as tg
-from conftest import check_grads
 
 
 @pytest.mark.parametrize(
