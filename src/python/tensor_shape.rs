@@ -63,11 +63,10 @@ impl PyTensor {
         let dims: Option<Vec<isize>> = match dim {
             None => None,
             Some(d) if d.is_none() => None,
-            Some(d) if d.is_instance_of::<PyTuple>() || d.is_instance_of::<pyo3::types::PyList>() => {
-                Some(d.extract::<Vec<isize>>().map_err(|_| {
-                    PyErr::from(Error::Type("squeeze(): dim must be an int or a tuple of ints".into()))
-                })?)
-            }
+            Some(d) if d.is_instance_of::<PyTuple>() || d.is_instance_of::<pyo3::types::PyList>() => Some(
+                d.extract::<Vec<isize>>()
+                    .map_err(|_| PyErr::from(Error::Type("squeeze(): dim must be an int or a tuple of ints".into())))?,
+            ),
             Some(d) => {
                 let one: isize = d.extract().map_err(|_| {
                     PyErr::from(Error::Type(format!(
