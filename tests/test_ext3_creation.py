@@ -233,3 +233,38 @@ def test_public_functions_carry_their_own_names():
         assert obj.__name__ == name, (name, obj.__name__)
         assert getattr(obj, "__qualname__", name) == name, (name, obj.__qualname__)
     assert tg.where.__name__ == "where"
+
+
+@pytest.fixture
+def float64_default():
+    tg.set_default_dtype(tg.float64)
+    try:
+        yield
+    finally:
+        tg.set_default_dtype(tg.float32)
+
+
+def test_default_dtype_is_float32():
+    assert tg.get_default_dtype() == tg.float32
+    assert tg.tensor([1.5]).dtype == tg.float32 and tg.zeros(1).dtype == tg.float32
+
+
+def test_set_default_dtype_float64(float64_default):
+    assert tg.get_default_dtype() == tg.float64
+    for t in (tg.tensor([1.5]), tg.tensor(2.5), tg.tensor([[1.0, 2]]), tg.zeros(2), tg.ones(1), tg.empty(1),
+              tg.rand(2), tg.randn(2), tg.full((2,), 1.5), tg.eye(2), tg.arange(0, 1, 0.25),
+              tg.linspace(0, 1, 3), tg.logspace(0, 1, 3), tg.tensor([1]) / 2, tg.tensor([1]) + 1.5,
+              tg.tensor([1]).sqrt(), tg.tensor([True]) / 1, tg.tensor([1, 2]).logsumexp(0)):
+        assert t.dtype == tg.float64, t
+    assert tg.arange(3).dtype == tg.int64 and tg.tensor([1]).dtype == tg.int64
+    # the values are computed in float64: 0.1 is float64's 0.1, not float32's
+    assert tg.tensor([0.1]).item() == 0.1
+    assert tg.float32 == tg.tensor([1.0], dtype=tg.float32).dtype  # an explicit dtype still wins
+
+
+def test_set_default_dtype_refuses_non_floats():
+    with pytest.raises(TypeError, match="only floating-point types"):
+        tg.set_default_dtype(tg.int64)
+    with pytest.raises(TypeError, match="only floating-point types"):
+        tg.set_default_dtype(tg.bool)
+    assert tg.get_default_dtype() == tg.float32

@@ -119,3 +119,21 @@ def test_errors_have_torch_types(call):
     with pytest.raises(Exception) as e2:
         call(torch)
     assert isinstance(e1.value, type(e2.value)) or isinstance(e2.value, type(e1.value)), (e1.value, e2.value)
+
+
+def test_default_dtype_follows_torch():
+    def dtypes(L):
+        return [str(t.dtype).split(".")[-1] for t in (
+            L.tensor([1.5]), L.tensor(2.5), L.zeros(1), L.rand(1), L.full((1,), 1.5), L.arange(0, 1, 0.5),
+            L.arange(3), L.eye(2), L.tensor([1]) / 2, L.tensor([1]) + 1.5, L.tensor([1]).sqrt(),
+            L.tensor([True]) / 1, L.linspace(0, 1, 3), L.logspace(0, 1, 3), L.tensor([1, 2]).logsumexp(0),
+        )]
+
+    for d in ("float64", "float32"):
+        tg.set_default_dtype(getattr(tg, d))
+        torch.set_default_dtype(getattr(torch, d))
+        try:
+            assert dtypes(tg) == dtypes(torch)
+        finally:
+            tg.set_default_dtype(tg.float32)
+            torch.set_default_dtype(torch.float32)

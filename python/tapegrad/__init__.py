@@ -411,5 +411,10 @@ from ._creation import (  # noqa: E402
 repeat_interleave = _creation.repeat_interleave  # noqa: F811
 unique = _creation.unique  # noqa: F811
 _creation._install_tensor_methods()
-__all__ += ["as_tensor", "linspace", "logspace", "randint", "randint_like", "randperm", "normal"]
+get_default_dtype = _C.get_default_dtype
+set_default_dtype = _C.set_default_dtype
+__all__ += [
+    "as_tensor", "linspace", "logspace", "randint", "randint_like", "randperm", "normal", "get_default_dtype",
+    "set_default_dtype",
+]
 

@@ -46,7 +46,7 @@ def _number(x: Any, what: str) -> float:
 
 
 def _float_dtype(dtype: Any) -> Any:
-    return _C.float32 if dtype is None else dtype
+    return _C.get_default_dtype() if dtype is None else dtype
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:

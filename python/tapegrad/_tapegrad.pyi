@@ -975,7 +975,10 @@ def _linalg_eigh(a: Tensor, upper: _bool, vectors: _bool) -> tuple[Tensor, Tenso
 def _linalg_svd(a: Tensor, full_matrices: _bool, vectors: _bool) -> tuple[Tensor | None, Tensor, Tensor | None]: ...
 
 # ext3 (issues 15 and 17): one-node variance family, creation functions and tensor conveniences.
-__all__ += ["std_mean"]
+__all__ += ["std_mean", "get_default_dtype", "set_default_dtype"]
+
+def get_default_dtype() -> dtype: ...
+def set_default_dtype(d: _DTypeLike) -> None: ...
 
 def std_mean(
     input: Tensor,

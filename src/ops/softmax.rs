@@ -6,7 +6,6 @@
 
 use crate::error::{Error, Result};
 use crate::ops::elementwise::Cmp;
-use crate::tensor::dtype::DType;
 use crate::tensor::layout::wrap_dim;
 use crate::tensor::Tensor;
 
@@ -30,7 +29,11 @@ impl Tensor {
     /// `log(sum(exp(x)))` over `dims` (all when None), computed stably. Integer and bool inputs
     /// are computed in float32, as in PyTorch.
     pub fn logsumexp(&self, dims: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
-        let x = if self.dtype().is_float() { self.clone() } else { self.to_dtype(DType::Float32)? };
+        let x = if self.dtype().is_float() {
+            self.clone()
+        } else {
+            self.to_dtype(crate::tensor::default_dtype::default_float())?
+        };
         let rd = super::reduce::reduce_dims(dims, x.ndim())?;
         let idims: Vec<isize> = rd.iter().map(|&d| d as isize).collect();
         let empty = rd.iter().any(|&d| x.shape()[d] == 0);
