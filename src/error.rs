@@ -45,6 +45,11 @@ pub enum Error {
         /// The step that was given.
         step: isize,
     },
+    /// A wrong argument value that Python's conventions (not PyTorch's `RuntimeError`) call a
+    /// `ValueError`: a missing or unknown key of a binding's own protocol, lists of mismatched
+    /// lengths. Python: `ValueError`.
+    #[error("{0}")]
+    InvalidArgument(String),
     /// Misuse of autograd (in-place on a leaf, backward without a scalar, graph freed...).
     /// Python: `RuntimeError`.
     #[error("{0}")]

@@ -287,5 +287,5 @@ def test_unique_matches_numpy():
     np.testing.assert_array_equal(inv.numpy(), w_inv.reshape(a.shape))
     np.testing.assert_array_equal(counts.numpy(), w_counts)
     np.testing.assert_array_equal(tg.tensor(a.astype(float)).unique().numpy(), w_vals)
-    with pytest.raises(RuntimeError, match="dim"):
-        tg.tensor(a).unique(dim=0)
+    # unique(dim=) is supported now (issue 15): the distinct rows, as NumPy's axis=
+    np.testing.assert_array_equal(tg.tensor(a).unique(dim=0).numpy(), np.unique(a, axis=0))

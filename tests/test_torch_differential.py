@@ -212,6 +212,9 @@ UNARY = {
     "mm_self_t": lambda L, x: x.mm(x.t()),
     "to_float32": lambda L, x: x.float(),
     "to_float64": lambda L, x: x.double(),
+    # One node with two outputs (VarMeanBackward0 / StdMeanBackward0), saving the input (and std).
+    "var_mean": lambda L, x: (lambda vm: vm[0] * 2 + vm[1])(L.var_mean(x, correction=0)),
+    "std_mean": lambda L, x: (lambda sm: sm[0] - sm[1])(L.std_mean(x, correction=0)),
 }
 UNARY.update({name: (lambda n: lambda L, x: CUSTOM[lib_of(L)][n](x))(name)
               for name in ("MyReLU", "Cube", "ExpOut", "ScaleShift", "SinCos0", "SinCos1")})

@@ -403,3 +403,27 @@ _install_tensor_methods()  # t.dot, t.outer, t.norm, t.det, t.inverse ... (pytho
 
 # function transforms (issue 18): tg.func (python/tapegrad/func/)
 from . import func  # noqa: E402
+
+# ext3 (issue 15): creation functions, tensor conveniences, unique(dim=), repeat_interleave(tensor).
+from . import _creation  # noqa: E402
+from ._creation import (  # noqa: E402
+    as_tensor,
+    linspace,
+    logspace,
+    normal,
+    randint,
+    randint_like,
+    randperm,
+)
+
+# tg.unique(dim=) and tg.repeat_interleave(repeats_tensor) replace the simpler functions imported above
+repeat_interleave = _creation.repeat_interleave  # noqa: F811
+unique = _creation.unique  # noqa: F811
+_creation._install_tensor_methods()
+get_default_dtype = _C.get_default_dtype
+set_default_dtype = _C.set_default_dtype
+__all__ += [
+    "as_tensor", "linspace", "logspace", "randint", "randint_like", "randperm", "normal", "get_default_dtype",
+    "set_default_dtype",
+]
+

@@ -251,7 +251,7 @@ def std_mean(
     >>> tg.std_mean(tg.tensor([1., 3.]))
     (tensor(1.4142), tensor(2.))
     """
-    return (input.std(dim, unbiased, keepdim, correction=correction), input.mean(dim, keepdim))
+    return _C.std_mean(input, dim, unbiased, keepdim, correction=correction)
 
 
 def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> aminmax_result:

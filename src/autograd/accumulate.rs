@@ -14,9 +14,12 @@ pub(crate) struct AccumulateGrad {
 }
 
 impl Backward for AccumulateGrad {
-    fn apply(&self, _node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+    fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
         if let Some(Some(g)) = grads.into_iter().next() {
-            accumulate_into(&self.variable, g)?;
+            // The engine keeps a second handle on the gradient when the node has post-hooks (they
+            // get the gradient this node received); that one does not prevent stealing it.
+            let expected_refs = 1 + usize::from(super::hooks::has_post_hooks(node));
+            accumulate_into(&self.variable, g, expected_refs)?;
             super::hooks::run_post_accumulate_hooks(&self.variable)?;
         }
         Ok(Vec::new())
@@ -43,9 +46,10 @@ pub(crate) fn lock_grad_accumulation(t: &Tensor) -> parking_lot::MutexGuard<'sta
     ACCUMULATION[(addr / std::mem::align_of::<crate::tensor::TensorImpl>()) % ACCUMULATION_LOCKS].lock()
 }
 
-/// Adds `g` into `t.grad`: the first gradient is stored as is when nothing else holds it (else
-/// copied); later ones are added in place, or out of place when recording a graph.
-pub(crate) fn accumulate_into(t: &Tensor, g: Tensor) -> Result<()> {
+/// Adds `g` into `t.grad`: the first gradient is stored as is (its memory, without history) when
+/// nothing but the `expected_refs` handles the caller knows of holds it, else copied; later ones
+/// are added in place, or out of place when recording a graph.
+pub(crate) fn accumulate_into(t: &Tensor, g: Tensor, expected_refs: usize) -> Result<()> {
     if super::grad_mode::is_grad_enabled() {
         // Recording builds a node, which under anomaly mode looks up the user's Python location:
         // so the sum is computed outside every lock and stored only if `.grad` did not move.
@@ -54,6 +58,11 @@ pub(crate) fn accumulate_into(t: &Tensor, g: Tensor) -> Result<()> {
             Some(old) => old.add(&g),
         });
     }
+    // Whether `g`'s memory may become `.grad` as it is (PyTorch steals the incoming gradient when
+    // nothing else holds it: a post-accumulate hook's in-place change then shows in the gradient a
+    // node post-hook received). Checked before detaching, which adds a handle on the memory.
+    let stealable =
+        Arc::strong_count(&g.0) <= expected_refs && Arc::strong_count(g.storage()) == 1 && g.layout().is_contiguous();
     let g = g.detach();
     // Everything done under the accumulation lock is plain Rust; what it displaces is dropped after.
     let displaced = {
@@ -66,10 +75,7 @@ pub(crate) fn accumulate_into(t: &Tensor, g: Tensor) -> Result<()> {
             None => {
                 let new = if !t.layout().is_contiguous() && t.layout().is_non_overlapping_and_dense() {
                     gradient_laid_out_like(t, &g)?
-                } else if Arc::strong_count(&g.0) == 1
-                    && Arc::strong_count(g.storage()) == 1
-                    && g.layout().is_contiguous()
-                {
+                } else if stealable {
                     g
                 } else {
                     g.clone_data()?

@@ -113,6 +113,12 @@ pub trait CustomOp: Send + Sync + 'static {
     fn once_differentiable(&self) -> bool {
         false
     }
+
+    /// For each value `forward` returned, whether it is a tensor (None: all were); node hooks then
+    /// get a None gradient for the values that are not.
+    fn output_slots(&self) -> Option<Vec<bool>> {
+        None
+    }
 }
 
 struct CustomBackward<Op: CustomOp> {
@@ -152,6 +158,9 @@ impl<Op: CustomOp> Backward for CustomBackward<Op> {
     }
     fn parallel_safe(&self) -> bool {
         self.op.parallel_safe()
+    }
+    fn output_slots(&self) -> Option<Vec<bool>> {
+        self.op.output_slots()
     }
 }
 

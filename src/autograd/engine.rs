@@ -6,7 +6,8 @@
 //! 2. Discover (`GraphTask::discover`): walk the graph from the roots (iteratively) and count, for
 //!    every node, the edges that reach it.
 //! 3. Plan capture (`plan_capture`): for `grad` and `backward(inputs=...)`, find the input slots the
-//!    wanted gradients are read from and the nodes that must run to reach them.
+//!    wanted gradients are read from and the nodes that must run to reach them (for
+//!    `backward(inputs=...)`, the target nodes themselves too).
 //! 4. Seed the buffers (`seed_buffers`): the roots' gradients go into per-node input buffers, where
 //!    gradients for one slot are summed; nodes that no edge reaches are ready.
 //! 5. Execute (`execute`): ready nodes (all their incoming edges delivered) leave a max-heap on the
@@ -27,7 +28,6 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::accumulate::accumulate_into;
 use super::anomaly;
 use super::grad_mode::GradModeGuard;
 use super::node::{gradient_edge, Edge, Node};
@@ -64,7 +64,7 @@ pub fn backward(
     inputs: Option<&[Tensor]>,
 ) -> Result<()> {
     match inputs {
-        None => run(Roots::Tensors(roots), grad_roots, retain_graph, create_graph, &[]).map(|_| ()),
+        None => run(Roots::Tensors(roots), grad_roots, retain_graph, create_graph, Capture::NONE).map(|_| ()),
         Some(inputs) => {
             // A non-leaf input retains its gradient from now on, as in PyTorch; its retain hook
             // stores the gradient during the run (adding it here too counted it twice when the
@@ -72,17 +72,11 @@ pub fn backward(
             for t in inputs.iter().filter(|t| t.grad_fn().is_some()) {
                 t.retain_grad()?;
             }
-            let grads = run(Roots::Tensors(roots), grad_roots, retain_graph, create_graph, &capture_edges(inputs))?;
-            for (i, (t, g)) in inputs.iter().zip(grads).enumerate() {
-                // A tensor named twice in `inputs` gets its gradient once, as in PyTorch.
-                if inputs[..i].iter().any(|u| u.same(t)) {
-                    continue;
-                }
-                if let (None, Some(g)) = (t.grad_fn(), g) {
-                    accumulate_into(t, g)?;
-                }
-            }
-            Ok(())
+            // As PyTorch, the node each input's gradient flows into runs (a leaf's accumulator
+            // stores its `.grad`; a non-leaf's grad_fn runs its hooks and formula) and the run
+            // stops there.
+            let capture = Capture { edges: &capture_edges(inputs), run_targets: true };
+            run(Roots::Tensors(roots), grad_roots, retain_graph, create_graph, capture).map(|_| ())
         }
     }
 }
@@ -104,7 +98,8 @@ pub fn grad(
             return Err(Error::autograd(format!("input {i} of grad does not require grad")));
         }
     }
-    let grads = run(Roots::Tensors(roots), grad_roots, retain_graph, create_graph, &capture_edges(inputs))?;
+    let capture = Capture { edges: &capture_edges(inputs), run_targets: false };
+    let grads = run(Roots::Tensors(roots), grad_roots, retain_graph, create_graph, capture)?;
     if !allow_unused {
         if let Some(i) = grads.iter().position(|g| g.is_none()) {
             return Err(Error::autograd(format!(
@@ -126,7 +121,7 @@ pub fn grad_at_edges(
     create_graph: bool,
 ) -> Result<Vec<Option<Tensor>>> {
     let capture: Vec<Option<Edge>> = edges.iter().cloned().map(Some).collect();
-    run(Roots::Tensors(roots), grad_roots, retain_graph, create_graph, &capture)
+    run(Roots::Tensors(roots), grad_roots, retain_graph, create_graph, Capture { edges: &capture, run_targets: false })
 }
 
 /// A run that starts at gradient edges rather than tensors (PyTorch's `GradientEdge` given as an
@@ -140,7 +135,7 @@ pub fn run_from_edges(
     create_graph: bool,
     capture: &[Option<Edge>],
 ) -> Result<Vec<Option<Tensor>>> {
-    run(Roots::Edges(roots), grad_roots, retain_graph, create_graph, capture)
+    run(Roots::Edges(roots), grad_roots, retain_graph, create_graph, Capture { edges: capture, run_targets: false })
 }
 
 /// Where the gradient of each tensor is read: its grad_fn's slot, or its leaf accumulator (made
@@ -189,6 +184,20 @@ impl Drop for DepthGuard {
     }
 }
 
+/// Where a run reads the gradients it returns (`grad`, `backward(inputs=...)`): one edge per
+/// wanted gradient (None: not in the graph). With `run_targets` the nodes those edges reach run
+/// too (`backward(inputs=...)`: an input's accumulator or grad_fn runs, and the run stops there);
+/// else they are only captured (`grad`). No edges at all: every node runs.
+#[derive(Clone, Copy)]
+struct Capture<'a> {
+    edges: &'a [Option<Edge>],
+    run_targets: bool,
+}
+
+impl Capture<'_> {
+    const NONE: Capture<'static> = Capture { edges: &[], run_targets: false };
+}
+
 /// Where a backward run starts: tensors, or gradient edges (PyTorch's `GradientEdge` as an output).
 #[derive(Clone, Copy)]
 enum Roots<'a> {
@@ -201,7 +210,7 @@ fn run(
     grad_roots: &[Option<Tensor>],
     retain_graph: bool,
     create_graph: bool,
-    capture: &[Option<Edge>],
+    capture: Capture<'_>,
 ) -> Result<Vec<Option<Tensor>>> {
     let depth = REENTRANT_DEPTH.with(|d| d.get());
     if depth >= MAX_REENTRANT_DEPTH {
@@ -225,12 +234,12 @@ fn run_here(
     grad_roots: &[Option<Tensor>],
     retain_graph: bool,
     create_graph: bool,
-    capture: &[Option<Edge>],
+    capture: Capture<'_>,
 ) -> Result<Vec<Option<Tensor>>> {
     let _mode = GradModeGuard::new(create_graph);
     let callbacks: Callbacks = Arc::new(TaskCallbacks {
         id: NEXT_TASK_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-        captures: !capture.is_empty(),
+        captures: !capture.edges.is_empty(),
         queued: parking_lot::Mutex::new(Vec::new()),
     });
     let _callbacks = CallbacksGuard(CURRENT_CALLBACKS.with(|c| c.replace(Some(callbacks.clone()))));
@@ -452,8 +461,9 @@ impl GraphTask {
 
     /// 3. Plan capture: finds the capture targets (`grad` / `backward(inputs=...)`) and which nodes
     ///    must run to reach them.
-    fn plan_capture(&mut self, capture: &[Option<Edge>]) {
+    fn plan_capture(&mut self, capture: Capture<'_>) {
         self.targets = capture
+            .edges
             .iter()
             .map(|edge| {
                 edge.as_ref()
@@ -461,8 +471,18 @@ impl GraphTask {
                     .map(|e| Target { node: id(&e.node), input_nr: e.input_nr })
             })
             .collect();
-        self.must_run = if capture.is_empty() { None } else { Some(nodes_leading_to(&self.nodes, &self.targets)) };
-        self.captured = vec![None; capture.len()];
+        self.must_run = if capture.edges.is_empty() {
+            None
+        } else {
+            let mut must_run = nodes_leading_to(&self.nodes, &self.targets);
+            if capture.run_targets {
+                for t in self.targets.iter().flatten() {
+                    must_run.insert(t.node, true);
+                }
+            }
+            Some(must_run)
+        };
+        self.captured = vec![None; capture.edges.len()];
     }
 
     /// 4. Seed the buffers: puts the roots' gradients into their buffers and readies the nodes
@@ -485,8 +505,9 @@ impl GraphTask {
     fn execute(&mut self) -> Result<()> {
         while let Some(batch) = self.next_batch()? {
             let jobs = self.take_inputs(&batch)?;
-            let outputs = self.run_batch(&jobs);
-            for ((node, _), out) in jobs.iter().zip(outputs) {
+            let nodes: Vec<Arc<Node>> = jobs.iter().map(|(node, _)| node.clone()).collect();
+            let outputs = self.run_batch(jobs);
+            for (node, out) in nodes.iter().zip(outputs) {
                 let out = out?;
                 self.release(node);
                 self.deliver(node, &out)?;
@@ -562,20 +583,21 @@ impl GraphTask {
     }
 
     /// Runs the nodes of a batch, on rayon's threads when there are several and parallelism is on;
-    /// the results come back in batch order either way.
-    fn run_batch(&self, jobs: &[Job]) -> Vec<Result<Grads>> {
+    /// the results come back in batch order either way. The gradients move into the nodes (no
+    /// handle is kept here), so that an accumulator may store the one it gets as `.grad`.
+    fn run_batch(&self, jobs: Vec<Job>) -> Vec<Result<Grads>> {
         let create_graph = self.create_graph;
         if jobs.len() > 1 && parallel_enabled() {
             let callbacks = CURRENT_CALLBACKS.with(|c| c.borrow().clone());
-            jobs.par_iter()
+            jobs.into_par_iter()
                 .map(|(node, grads)| {
                     let _mode = GradModeGuard::new(create_graph);
                     let _callbacks = CallbacksGuard(CURRENT_CALLBACKS.with(|c| c.replace(callbacks.clone())));
-                    call_node(node, grads.clone(), create_graph)
+                    call_node(&node, grads, create_graph)
                 })
                 .collect()
         } else {
-            jobs.iter().map(|(node, grads)| call_node(node, grads.clone(), create_graph)).collect()
+            jobs.into_iter().map(|(node, grads)| call_node(&node, grads, create_graph)).collect()
         }
     }
 

@@ -135,12 +135,33 @@ fn replaced(
 }
 
 /// Runs the node's pre-hooks on the gradients of its outputs (no lock held meanwhile).
-pub(crate) fn run_node_pre_hooks(node: &Node, mut grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-    for h in node_hooks(node, true) {
+pub(crate) fn run_node_pre_hooks(node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+    let hooks = node_hooks(node, true);
+    if hooks.is_empty() {
+        return Ok(grads);
+    }
+    let slots = node.formula().output_slots();
+    let mut grads = spread_to_slots(grads, slots.as_deref());
+    for h in hooks {
         let new = h.call(None, &grads)?;
         grads = replaced(node, "outputs", grads, new)?;
     }
-    Ok(grads)
+    Ok(gather_from_slots(grads, slots.as_deref()))
+}
+
+/// One gradient per value the node's forward returned: None for the values that are not tensors
+/// (`slots[k]` false), the node's own gradients in order for the others.
+fn spread_to_slots(grads: Vec<Option<Tensor>>, slots: Option<&[bool]>) -> Vec<Option<Tensor>> {
+    let Some(slots) = slots else { return grads };
+    let mut grads = grads.into_iter();
+    slots.iter().map(|&is_tensor| if is_tensor { grads.next().flatten() } else { None }).collect()
+}
+
+/// The inverse of `spread_to_slots`: what a hook returned for the values that are not tensors is
+/// dropped.
+fn gather_from_slots(grads: Vec<Option<Tensor>>, slots: Option<&[bool]>) -> Vec<Option<Tensor>> {
+    let Some(slots) = slots else { return grads };
+    grads.into_iter().zip(slots).filter(|(_, &is_tensor)| is_tensor).map(|(g, _)| g).collect()
 }
 
 /// True when the node has post-hooks (the engine then keeps the gradients it was given).
@@ -154,6 +175,15 @@ pub(crate) fn run_node_post_hooks(
     mut grad_inputs: Vec<Option<Tensor>>,
     grad_outputs: &[Option<Tensor>],
 ) -> Result<Vec<Option<Tensor>>> {
+    let slots = node.formula().output_slots();
+    let spread;
+    let grad_outputs = match slots {
+        Some(slots) => {
+            spread = spread_to_slots(grad_outputs.to_vec(), Some(&slots));
+            spread.as_slice()
+        }
+        None => grad_outputs,
+    };
     for h in node_hooks(node, false) {
         let new = h.call(Some(&grad_inputs), grad_outputs)?;
         grad_inputs = replaced(node, "inputs", grad_inputs, new)?;

@@ -82,6 +82,13 @@ pub trait Backward: Send + Sync {
     fn custom_op(&self) -> Option<&dyn std::any::Any> {
         None
     }
+
+    /// For a node whose forward also returned values that are not tensors (a custom function's
+    /// `return x * 2, k`): for each value returned, whether it is a tensor. Node hooks see one
+    /// gradient per value (None for the others), as in PyTorch. None: every output is a tensor.
+    fn output_slots(&self) -> Option<Vec<bool>> {
+        None
+    }
 }
 
 /// The saved tensors of a node: stored until the graph is released.

@@ -122,12 +122,16 @@ pub struct SavedTensor {
     output_of: Option<(Weak<Node>, usize)>,
     saved_version: u64,
     saved_at: Option<String>,
+    /// A saved input that had a grad_fn when saved (kept as it is: a `detach_()` since then took
+    /// away the history backward would need).
+    had_grad_fn: bool,
 }
 
 /// A tensor about to be saved, packed (or not) before its node exists.
 pub(crate) struct Prepared {
     data: Data,
     saved_version: u64,
+    had_grad_fn: bool,
 }
 
 impl Prepared {
@@ -140,7 +144,7 @@ impl Prepared {
         let saved_version = t.version();
         let Some(hooks) = current_hooks() else {
             let data = Data::Plain(if is_output { t.detach() } else { t.clone() });
-            return Ok(Prepared { data, saved_version });
+            return Ok(Prepared { data, saved_version, had_grad_fn: !is_output && t.grad_fn().is_some() });
         };
         let given = if is_output { t.detach() } else { t.clone() };
         // As in PyTorch, the pack hook runs with grad mode off.
@@ -164,12 +168,12 @@ impl Prepared {
             history,
             requires_grad: t.requires_grad(),
         };
-        Ok(Prepared { data, saved_version })
+        Ok(Prepared { data, saved_version, had_grad_fn: false })
     }
 
     /// A slot whose pack hook failed.
     pub(crate) fn failed(e: &Error) -> Prepared {
-        Prepared { data: Data::Failed(e.to_string()), saved_version: 0 }
+        Prepared { data: Data::Failed(e.to_string()), saved_version: 0, had_grad_fn: false }
     }
 }
 
@@ -181,6 +185,7 @@ impl SavedTensor {
             output_of: None,
             saved_version: t.version(),
             saved_at: super::anomaly::current_location(),
+            had_grad_fn: t.grad_fn().is_some(),
         }
     }
 
@@ -191,16 +196,19 @@ impl SavedTensor {
             output_of: Some((node, output_nr)),
             saved_version: t.version(),
             saved_at: super::anomaly::current_location(),
+            had_grad_fn: false,
         }
     }
 
     /// A prepared (possibly packed) tensor; `output_of` for an output of the saving node.
     pub(crate) fn from_prepared(p: Prepared, output_of: Option<(Weak<Node>, usize)>) -> Self {
+        let had_grad_fn = p.had_grad_fn && output_of.is_none();
         SavedTensor {
             data: p.data,
             output_of,
             saved_version: p.saved_version,
             saved_at: super::anomaly::current_location(),
+            had_grad_fn,
         }
     }
 
@@ -240,6 +248,13 @@ impl SavedTensor {
     pub fn unpack(&self, saved_by: &str) -> Result<Tensor> {
         self.check_version(saved_by)?;
         let t = match &self.data {
+            Data::Plain(t) if self.had_grad_fn && t.grad_fn().is_none() => {
+                // As PyTorch: the history a double backward would follow is gone.
+                return Err(Error::autograd(
+                    "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_(). This \
+                     is not supported, please use out-of-place `.detach()` instead",
+                ));
+            }
             Data::Plain(t) => t.clone(),
             Data::Failed(m) => return Err(Error::autograd(format!("the saved tensor's pack hook failed: {m}"))),
             Data::Packed { packed, history, requires_grad, .. } => {

@@ -173,6 +173,49 @@ impl Tensor {
         x.unsqueeze(d as isize + 1)?.expand(&expanded)?.contiguous()?.reshape(&as_isize(&out))
     }
 
+    /// Element `i` along `dim` (of the flattened tensor when `dim` is None) repeated `repeats[i]`
+    /// times (one count for all when `repeats` has one). `output_size`, when given, must be the
+    /// total. Gathered with `index_select`, so the gradient sums the copies back.
+    pub fn repeat_interleave_counts(
+        &self,
+        repeats: &[i64],
+        dim: Option<isize>,
+        output_size: Option<usize>,
+    ) -> Result<Tensor> {
+        let (x, d) = match dim {
+            None => (self.reshape(&[-1])?, 0),
+            Some(dim) => (self.clone(), wrap_dim(dim, self.ndim().max(1))?),
+        };
+        let x = if x.ndim() == 0 { x.reshape(&[1])? } else { x };
+        let n = x.shape()[d];
+        if repeats.iter().any(|&r| r < 0) {
+            return Err(Error::value("repeats can not be negative"));
+        }
+        let counts: Vec<i64> = match repeats.len() {
+            1 => vec![repeats[0]; n],
+            len if len == n => repeats.to_vec(),
+            len => {
+                return Err(Error::value(format!(
+                    "repeats must have the same size as input along dim, but got repeats.size(0) = {len} and \
+                     input.size({d}) = {n}"
+                )))
+            }
+        };
+        let total = counts.iter().try_fold(0usize, |acc, &r| acc.checked_add(r as usize));
+        let total = total.ok_or_else(|| Error::value("repeat_interleave: the total number of repeats overflows"))?;
+        if output_size.is_some_and(|o| o != total) {
+            return Err(Error::value("allocated size does not match required size"));
+        }
+        let mut index: Vec<i64> = Vec::new();
+        index.try_reserve_exact(total).map_err(|_| {
+            Error::OutOfMemory(format!("repeat_interleave: cannot allocate an index of {total} elements"))
+        })?;
+        for (i, &r) in counts.iter().enumerate() {
+            index.extend(std::iter::repeat_n(i as i64, r as usize));
+        }
+        x.index_select(d as isize, &Tensor::from_vec(index, &[total])?)
+    }
+
     /// Moves the dimensions `source` to the positions `destination`, the others keeping their order.
     pub fn movedim(&self, source: &[isize], destination: &[isize]) -> Result<Tensor> {
         if source.len() != destination.len() {

@@ -137,7 +137,7 @@ impl Backward for SumBackward {
     }
 }
 
-struct MaxAllBackward;
+pub(crate) struct MaxAllBackward;
 
 impl Backward for MaxAllBackward {
     fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {

@@ -1,8 +1,9 @@
 //! Reductions built from other operations: all, any, count_nonzero, vector norms, isclose and
 //! equal. Their gradients come from the operations they are written with, except the 2-norm,
-//! whose formula is zero (not NaN) at a zero input, as in PyTorch.
+//! whose formula is zero (not NaN) at a zero input, as in PyTorch. The variance family (`var`,
+//! `std`, `var_mean`, `std_mean`) records one node each, as PyTorch's `VarMeanBackward0`.
 
-use crate::autograd::node::Node;
+use crate::autograd::node::{Backward, Node};
 use crate::autograd::record::{record, Save};
 use crate::error::{Error, Result};
 use crate::ops::formula::{Need, SingleOutput};
@@ -161,5 +162,118 @@ impl Tensor {
         }
         let same = self.detach().compare(&other.detach(), Cmp::Eq)?;
         Ok(same.all(None, false)?.item()? != 0.0)
+    }
+}
+
+/// Which spread statistic the variance family returns.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Spread {
+    /// The variance.
+    Var,
+    /// The standard deviation, `sqrt(var)`.
+    Std,
+}
+
+/// Backward of `var`, `std`, `var_mean` and `std_mean`: one node whose outputs are the spread and,
+/// with `with_mean`, the mean. `d var = g * 2 (x - mean) / (N - correction)`; for `std`, `g` is
+/// first `g / (2 std)`, zero where `std` is zero (as in PyTorch); `d mean = g / N` everywhere.
+/// Written with differentiable operations, so it is itself differentiable.
+struct VarStdBackward {
+    dims: Vec<usize>,
+    correction: f64,
+    keepdim: bool,
+    spread: Spread,
+}
+
+impl VarStdBackward {
+    /// `g` with the reduced dimensions back (size 1) when the forward dropped them.
+    fn unreduce(&self, mut g: Tensor) -> Result<Tensor> {
+        if !self.keepdim {
+            for &d in &self.dims {
+                g = g.unsqueeze(d as isize)?;
+            }
+        }
+        Ok(g)
+    }
+}
+
+impl Backward for VarStdBackward {
+    fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let saved = node.unpack_saved()?;
+        let x = &saved[0];
+        let count: usize = self.dims.iter().map(|&d| x.shape()[d]).product();
+        let idims: Vec<isize> = self.dims.iter().map(|&d| d as isize).collect();
+        let mut dx: Option<Tensor> = None;
+        if let Some(Some(g)) = grads.first() {
+            let mut g = self.unreduce(g.clone())?;
+            if self.spread == Spread::Std {
+                let std = self.unreduce(saved[1].clone())?;
+                let zero = std.detach().eq_scalar(0.0)?;
+                let safe = Tensor::where_(&zero, &Tensor::ones(&[], std.dtype())?, &std)?;
+                let nothing = Tensor::zeros(&[], g.dtype())?;
+                g = Tensor::where_(&zero, &nothing, &g.div(&safe.mul_scalar(2.0)?)?)?;
+            }
+            let denom = (count as f64 - self.correction).max(0.0);
+            let centered = x.sub(&x.mean(Some(&idims), true)?)?;
+            dx = Some(centered.mul(&g)?.mul_scalar(2.0 / denom)?);
+        }
+        if let Some(Some(g)) = grads.get(1) {
+            let dm = self.unreduce(g.clone())?.div_scalar(count as f64)?;
+            dx = Some(match dx {
+                Some(d) => d.add(&dm)?,
+                None => dm.expand(x.shape())?,
+            });
+        }
+        Ok(vec![dx])
+    }
+}
+
+impl Tensor {
+    /// The variance (or standard deviation) over `dims` (all when None) with `correction`
+    /// subtracted from the count, and with `with_mean` the mean too; one node records them all
+    /// (PyTorch's `VarBackward0` ... `StdMeanBackward0`). A count not above `correction` gives inf
+    /// or NaN, as in PyTorch.
+    pub fn var_std_mean(
+        &self,
+        spread: Spread,
+        dims: Option<&[isize]>,
+        correction: f64,
+        keepdim: bool,
+        with_mean: bool,
+    ) -> Result<(Tensor, Option<Tensor>)> {
+        if !self.dtype().is_float() {
+            return Err(Error::dtype(format!(
+                "std and var only support floating point and complex dtypes, got {}",
+                self.dtype()
+            )));
+        }
+        let rd = super::reduce::reduce_dims(dims, self.ndim())?;
+        let idims: Vec<isize> = rd.iter().map(|&d| d as isize).collect();
+        let (out, mean) = {
+            let _off = crate::autograd::GradModeGuard::no_grad();
+            let x = self.detach();
+            let count: usize = rd.iter().map(|&d| x.shape()[d]).product();
+            let mean = x.mean(Some(&idims), keepdim)?;
+            let mean_kept = if keepdim { mean.clone() } else { x.mean(Some(&idims), true)? };
+            let dev = x.sub(&mean_kept)?;
+            let var = dev.mul(&dev)?.sum(Some(&idims), keepdim)?.div_scalar((count as f64 - correction).max(0.0))?;
+            let out = if spread == Spread::Std { var.sqrt()? } else { var };
+            (out, mean)
+        };
+        let name = match (spread, with_mean) {
+            (Spread::Var, false) => "VarBackward",
+            (Spread::Std, false) => "StdBackward",
+            (Spread::Var, true) => "VarMeanBackward",
+            (Spread::Std, true) => "StdMeanBackward",
+        };
+        let outputs: Vec<&Tensor> = if with_mean { vec![&out, &mean] } else { vec![&out] };
+        record(name, &[self], &outputs, || {
+            let mut saves = vec![Save::Input(self.clone())];
+            if spread == Spread::Std {
+                saves.push(Save::Output(0));
+            }
+            (VarStdBackward { dims: rd.clone(), correction, keepdim, spread }, saves)
+        });
+        Ok((out, with_mean.then_some(mean)))
     }
 }

@@ -6,7 +6,6 @@
 
 use crate::error::{Error, Result};
 use crate::ops::elementwise::Cmp;
-use crate::tensor::dtype::DType;
 use crate::tensor::layout::wrap_dim;
 use crate::tensor::Tensor;
 
@@ -30,7 +29,11 @@ impl Tensor {
     /// `log(sum(exp(x)))` over `dims` (all when None), computed stably. Integer and bool inputs
     /// are computed in float32, as in PyTorch.
     pub fn logsumexp(&self, dims: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
-        let x = if self.dtype().is_float() { self.clone() } else { self.to_dtype(DType::Float32)? };
+        let x = if self.dtype().is_float() {
+            self.clone()
+        } else {
+            self.to_dtype(crate::tensor::default_dtype::default_float())?
+        };
         let rd = super::reduce::reduce_dims(dims, x.ndim())?;
         let idims: Vec<isize> = rd.iter().map(|&d| d as isize).collect();
         let empty = rd.iter().any(|&d| x.shape()[d] == 0);
@@ -87,34 +90,23 @@ impl Tensor {
     /// Bessel's correction, PyTorch's default). A count not above `correction` gives inf or NaN, as
     /// in PyTorch.
     pub fn var(&self, dims: Option<&[isize]>, correction: f64, keepdim: bool) -> Result<Tensor> {
-        Ok(self.var_mean(dims, correction, keepdim)?.0)
+        Ok(self.var_std_mean(super::reduce_more::Spread::Var, dims, correction, keepdim, false)?.0)
     }
 
     /// Standard deviation: `sqrt(var)`.
     pub fn std(&self, dims: Option<&[isize]>, correction: f64, keepdim: bool) -> Result<Tensor> {
-        self.var(dims, correction, keepdim)?.sqrt()
+        Ok(self.var_std_mean(super::reduce_more::Spread::Std, dims, correction, keepdim, false)?.0)
     }
 
-    /// Variance and mean together (see `var`).
+    /// Variance and mean together (see `var`), recorded as one node.
     pub fn var_mean(&self, dims: Option<&[isize]>, correction: f64, keepdim: bool) -> Result<(Tensor, Tensor)> {
-        if !self.dtype().is_float() {
-            return Err(Error::dtype(format!(
-                "std and var only support floating point and complex dtypes, got {}",
-                self.dtype()
-            )));
-        }
-        let rd = super::reduce::reduce_dims(dims, self.ndim())?;
-        let idims: Vec<isize> = rd.iter().map(|&d| d as isize).collect();
-        let count: usize = rd.iter().map(|&d| self.shape()[d]).product();
-        let mean = self.mean(Some(&idims), true)?;
-        let dev = self.sub(&mean)?;
-        let ss = dev.mul(&dev)?.sum(Some(&idims), true)?;
-        let denom = (count as f64 - correction).max(0.0);
-        let var = ss.div_scalar(denom)?;
-        if keepdim {
-            Ok((var, mean))
-        } else {
-            Ok((squeeze_dims(var, &rd)?, squeeze_dims(mean, &rd)?))
-        }
+        let (v, m) = self.var_std_mean(super::reduce_more::Spread::Var, dims, correction, keepdim, true)?;
+        Ok((v, m.expect("var_std_mean returns the mean when asked")))
+    }
+
+    /// Standard deviation and mean together (see `var`), recorded as one node.
+    pub fn std_mean(&self, dims: Option<&[isize]>, correction: f64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let (s, m) = self.var_std_mean(super::reduce_more::Spread::Std, dims, correction, keepdim, true)?;
+        Ok((s, m.expect("var_std_mean returns the mean when asked")))
     }
 }

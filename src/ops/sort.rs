@@ -216,12 +216,20 @@ impl Tensor {
         self.pick(d, idx, keepdim)
     }
 
-    /// The lower median of all elements (NaN if any is NaN).
+    /// The lower median of all elements (NaN if any is NaN). As PyTorch's, its gradient is shared
+    /// evenly among the elements equal to it (the `median(dim)` form picks one by its index).
     pub fn median_all(&self) -> Result<Tensor> {
         if self.numel() == 0 {
             return Tensor::full(&[], crate::Scalar::Float(f64::NAN), self.dtype());
         }
-        Ok(self.reshape(&[-1])?.median_dim(0, false)?.0)
+        let out = {
+            let _off = crate::autograd::GradModeGuard::no_grad();
+            self.detach().reshape(&[-1])?.median_dim(0, false)?.0
+        };
+        record("MedianBackward", &[self], &[&out], || {
+            (super::reduce::MaxAllBackward, vec![Save::Input(self.clone()), Save::Output(0)])
+        });
+        Ok(out)
     }
 
     /// The most frequent value along `dim` (the smallest among equally frequent ones) and the

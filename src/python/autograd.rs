@@ -145,7 +145,7 @@ impl PyNode {
         let stored = self.node.metadata.get_or_init(|| Box::new(PyDict::new(py).unbind()));
         match stored.downcast_ref::<Py<PyDict>>() {
             Some(d) => Ok(d.clone_ref(py)),
-            None => Err(pyo3::exceptions::PyRuntimeError::new_err("this node's metadata is not a dict")),
+            None => Err(Error::Autograd("this node's metadata is not a dict".into()).into()),
         }
     }
     #[getter]
@@ -520,9 +520,10 @@ fn _run_from_edges(
 fn _gradient_edge(py: Python<'_>, t: PyRef<'_, PyTensor>) -> PyResult<(Py<PyNode>, usize)> {
     match crate::autograd::node::gradient_edge(&t.inner) {
         Some(e) => Ok((PyNode::wrap(py, e.node)?, e.input_nr)),
-        None => Err(pyo3::exceptions::PyRuntimeError::new_err(
-            "It is not possible to get the gradient edge for a Tensor that does not require gradients",
-        )),
+        None => Err(Error::Autograd(
+            "It is not possible to get the gradient edge for a Tensor that does not require gradients".into(),
+        )
+        .into()),
     }
 }
 
@@ -622,10 +623,11 @@ impl crate::autograd::hooks::NodeHookFn for PyNodeHook {
                 Err(_) => match r.cast::<pyo3::types::PyList>() {
                     Ok(l) => l.iter().collect(),
                     Err(_) => {
-                        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                        return Err(Error::Type(format!(
                             "a node hook must return a tuple of gradients or None, got {}",
                             r.get_type().name()?
-                        )))
+                        ))
+                        .into())
                     }
                 },
             };
@@ -659,9 +661,7 @@ impl crate::autograd::hooks::PostAccumulateHookFn for PyPostAccumulateHook {
         Python::attach(|py| -> PyResult<()> {
             let r = self.callable.bind(py).call1((PyTensor::wrap(py, leaf.clone())?,))?;
             if !r.is_none() {
-                return Err(pyo3::exceptions::PyRuntimeError::new_err(
-                    "Tensor post accumulate grad hooks should return None.",
-                ));
+                return Err(Error::Autograd("Tensor post accumulate grad hooks should return None.".into()).into());
             }
             Ok(())
         })
@@ -741,10 +741,11 @@ impl saved::PackedTensor for PyPacked {
             let out = self.unpack.bind(py).call1((self.value.bind(py),))?;
             match out.cast::<PyTensor>() {
                 Ok(t) => Ok(t.get().inner.clone()),
-                Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                Err(_) => Err(Error::Type(format!(
                     "Output of saved tensor unpack_hook expected to be a Tensor but got result of type {}",
                     out.get_type().name()?
-                ))),
+                ))
+                .into()),
             }
         })
         .map_err(super::errors::external)
@@ -756,9 +757,7 @@ impl saved::PackedTensor for PyPacked {
 #[pyo3(signature = (pack, unpack, check_version=true))]
 fn _push_saved_tensors_hooks(pack: Bound<'_, PyAny>, unpack: Bound<'_, PyAny>, check_version: bool) -> PyResult<()> {
     if !pack.is_callable() || !unpack.is_callable() {
-        return Err(pyo3::exceptions::PyTypeError::new_err(
-            "saved_tensors_hooks: pack_hook and unpack_hook must be callable",
-        ));
+        return Err(Error::Type("saved_tensors_hooks: pack_hook and unpack_hook must be callable".into()).into());
     }
     saved::push_saved_tensor_hooks(Arc::new(PySavedHooks {
         pack: pack.unbind(),
@@ -776,7 +775,7 @@ fn _pop_saved_tensors_hooks() -> PyResult<()> {
             drop(hooks);
             Ok(())
         }
-        None => Err(pyo3::exceptions::PyRuntimeError::new_err("no saved-tensor hooks to remove on this thread")),
+        None => Err(Error::Autograd("no saved-tensor hooks to remove on this thread".into()).into()),
     }
 }
 

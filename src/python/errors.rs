@@ -24,6 +24,7 @@ impl From<Error> for PyErr {
             Error::Overflow(m) => PyOverflowError::new_err(m),
             Error::Attribute(m) => PyAttributeError::new_err(m),
             e @ Error::SliceStep { .. } => PyValueError::new_err(e.to_string()),
+            Error::InvalidArgument(m) => PyValueError::new_err(m),
             Error::OutOfMemory(m) => PyMemoryError::new_err(m),
             // No arguments, as the KeyboardInterrupt of Python's default SIGINT handler.
             Error::Interrupted => pyo3::exceptions::PyKeyboardInterrupt::new_err(()),

@@ -8,6 +8,7 @@ use super::convert::{check_device, parse_dtype, scalar, sizes, tensor_from_data}
 use super::gateway::{enter, Cost};
 use super::tensor::PyTensor;
 use crate::error::Error;
+use crate::tensor::default_dtype::default_float;
 use crate::tensor::dtype::{DType, Scalar};
 use crate::Tensor;
 
@@ -84,7 +85,7 @@ fn zeros(
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     check_device(device)?;
-    let (shape, dtype) = (sizes(shape)?, opt_dtype(dtype, DType::Float32)?);
+    let (shape, dtype) = (sizes(shape)?, opt_dtype(dtype, default_float())?);
     finish(py, elements(&shape), requires_grad, || Tensor::zeros(&shape, dtype))
 }
 
@@ -98,7 +99,7 @@ fn ones(
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     check_device(device)?;
-    let (shape, dtype) = (sizes(shape)?, opt_dtype(dtype, DType::Float32)?);
+    let (shape, dtype) = (sizes(shape)?, opt_dtype(dtype, default_float())?);
     finish(py, elements(&shape), requires_grad, || Tensor::ones(&shape, dtype))
 }
 
@@ -124,7 +125,7 @@ fn randn(
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     check_device(device)?;
-    let (shape, dtype) = (sizes(shape)?, opt_dtype(dtype, DType::Float32)?);
+    let (shape, dtype) = (sizes(shape)?, opt_dtype(dtype, default_float())?);
     finish(py, elements(&shape), requires_grad, || Tensor::randn(&shape, dtype))
 }
 
@@ -138,7 +139,7 @@ fn rand_uniform(
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     check_device(device)?;
-    let (shape, dtype) = (sizes(shape)?, opt_dtype(dtype, DType::Float32)?);
+    let (shape, dtype) = (sizes(shape)?, opt_dtype(dtype, default_float())?);
     finish(py, elements(&shape), requires_grad, || Tensor::rand(&shape, dtype))
 }
 
@@ -183,7 +184,7 @@ fn arange(
         None => Scalar::Int(1),
     };
     let all_int = [s, e, st].iter().all(|v| matches!(v, Scalar::Int(_)));
-    let dt = opt_dtype(dtype, if all_int { DType::Int64 } else { DType::Float32 })?;
+    let dt = opt_dtype(dtype, if all_int { DType::Int64 } else { default_float() })?;
     // The element count, as far as it can be known before the core checks the bounds.
     let count = ((e.as_f64() - s.as_f64()) / st.as_f64()).abs();
     let cost = Cost::Elements(if count.is_finite() { count as usize } else { 0 });
@@ -208,7 +209,7 @@ fn eye(
             .map_err(|_| PyErr::from(Error::Value(format!("{what} must be greater or equal to 0, got {v}"))))
     };
     let (n, m) = (size(n, "n")?, size(m.unwrap_or(n), "m")?);
-    let dtype = opt_dtype(dtype, DType::Float32)?;
+    let dtype = opt_dtype(dtype, default_float())?;
     finish(py, elements(&[n, m]), requires_grad, || Tensor::eye(n, m, dtype))
 }
 
@@ -217,7 +218,34 @@ fn manual_seed(seed: u64) {
     crate::manual_seed(seed)
 }
 
+/// The default floating-point dtype: what factories make without a `dtype`, what Python floats
+/// become, and what integers are computed in when an operation needs a float.
+///
+/// >>> import tapegrad as tg
+/// >>> tg.get_default_dtype()
+/// tapegrad.float32
+#[pyfunction]
+fn get_default_dtype(py: Python<'_>) -> Py<super::convert::PyDType> {
+    super::convert::dtype_object(py, default_float())
+}
+
+/// Sets the default floating-point dtype (`tg.float32` or `tg.float64`; anything else is a
+/// `TypeError`). Process-wide, as in PyTorch.
+///
+/// >>> import tapegrad as tg
+/// >>> tg.set_default_dtype(tg.float64)
+/// >>> tg.tensor([1.5]).dtype, tg.zeros(1).dtype, (tg.tensor([1]) / 2).dtype
+/// (tapegrad.float64, tapegrad.float64, tapegrad.float64)
+/// >>> tg.set_default_dtype(tg.float32)
+#[pyfunction]
+fn set_default_dtype(d: &Bound<'_, PyAny>) -> PyResult<()> {
+    let dt = parse_dtype(d)?;
+    crate::tensor::default_dtype::set_default_float(dt).map_err(PyErr::from)
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(get_default_dtype, m)?)?;
+    m.add_function(wrap_pyfunction!(set_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(tensor, m)?)?;
     m.add_function(wrap_pyfunction!(zeros, m)?)?;
     m.add_function(wrap_pyfunction!(ones, m)?)?;

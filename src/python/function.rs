@@ -306,6 +306,10 @@ impl CustomOp for PyFunctionOp {
     fn parallel_safe(&self) -> bool {
         false
     }
+
+    fn output_slots(&self) -> Option<Vec<bool>> {
+        (!self.output_is_tensor.iter().all(|&t| t)).then(|| self.output_is_tensor.clone())
+    }
 }
 
 /// The Python ctx held by a node, when the node is a Python custom function (for GC traversal).

@@ -3,7 +3,6 @@
 //! attribute name: renaming or moving a private Python name then fails at import, loudly, not at
 //! the first call that needs it.
 
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
@@ -32,10 +31,12 @@ static HELPERS: PyOnceLock<Helpers> = PyOnceLock::new();
 /// The helpers; an error when the native module was imported without its package.
 pub(crate) fn helpers(py: Python<'_>) -> PyResult<&Helpers> {
     HELPERS.get(py).ok_or_else(|| {
-        PyRuntimeError::new_err(
+        crate::error::Error::Autograd(
             "tapegrad's Python helpers are not installed: import the package (`import tapegrad`), \
-             not its native module alone",
+             not its native module alone"
+                .into(),
         )
+        .into()
     })
 }
 
@@ -60,7 +61,7 @@ fn _install_helpers(
         ("max_result", &max_result),
     ] {
         if !f.bind(py).is_callable() {
-            return Err(pyo3::exceptions::PyTypeError::new_err(format!("_install_helpers: {name} must be callable")));
+            return Err(crate::error::Error::Type(format!("_install_helpers: {name} must be callable")).into());
         }
     }
     let _ = HELPERS.set(

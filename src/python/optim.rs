@@ -3,7 +3,6 @@
 
 // The ValueErrors below are about calls of this private entry point that the Python optimizers never
 // make (a missing hyperparameter, mismatched lists); the error enum has no ValueError for them.
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -20,7 +19,7 @@ fn number(h: &Bound<'_, PyDict>, key: &str) -> PyResult<f64> {
             .extract::<f64>()
             .map_err(|_| Error::Type(format!("optimizer hyperparameter {key} must be a number, got {v:?}")).into()),
         Some(v) => Err(Error::Type(format!("optimizer hyperparameter {key} must be a number, got {v:?}")).into()),
-        None => Err(PyValueError::new_err(format!("optimizer hyperparameter {key} is missing"))),
+        None => Err(Error::InvalidArgument(format!("optimizer hyperparameter {key} is missing")).into()),
     }
 }
 
@@ -30,7 +29,7 @@ fn flag(h: &Bound<'_, PyDict>, key: &str) -> PyResult<bool> {
         Some(v) => v
             .extract::<bool>()
             .map_err(|_| Error::Type(format!("optimizer flag {key} must be a bool, got {v:?}")).into()),
-        None => Err(PyValueError::new_err(format!("optimizer flag {key} is missing"))),
+        None => Err(Error::InvalidArgument(format!("optimizer flag {key} is missing")).into()),
     }
 }
 
@@ -70,7 +69,7 @@ fn rule(kind: &str, h: &Bound<'_, PyDict>) -> PyResult<Rule> {
             eps: number(h, "eps")?,
             maximize: flag(h, "maximize")?,
         },
-        other => return Err(PyValueError::new_err(format!("unknown optimizer kind {other:?}"))),
+        other => return Err(Error::InvalidArgument(format!("unknown optimizer kind {other:?}")).into()),
     })
 }
 
@@ -92,12 +91,13 @@ fn _optimizer_step(
     let rule = rule(kind, hyper)?;
     let n = params.len();
     if grads.len() != n || states.len() != n || steps.len() != n {
-        return Err(PyValueError::new_err(format!(
+        return Err(Error::InvalidArgument(format!(
             "_optimizer_step: {n} params but {} grads, {} state lists and {} steps",
             grads.len(),
             states.len(),
             steps.len()
-        )));
+        ))
+        .into());
     }
     let mut slots = Vec::with_capacity(n);
     for i in 0..n {

@@ -213,6 +213,7 @@ impl PyTensor {
 }
 
 #[pyfunction]
+#[pyo3(name = "where")]
 fn where_(py: Python<'_>, cond: &Bound<'_, PyAny>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     let c = tensor_arg(cond, None)?;
     let ta = tensor_arg(a, None)?;

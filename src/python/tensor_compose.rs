@@ -164,21 +164,61 @@ impl PyTensor {
     }
 
     /// Each element repeated `repeats` times along `dim` (of the flattened tensor when `dim` is
-    /// None). `repeats` is an int.
+    /// None). `repeats` is an int or a 1-D int64 tensor of one count per element (or one for all);
+    /// `output_size`, when given, must be the total.
     ///
     /// >>> import tapegrad as tg
     /// >>> tg.tensor([1, 2]).repeat_interleave(2)
     /// tensor([1, 1, 2, 2])
-    #[pyo3(signature = (repeats, dim=None))]
-    fn repeat_interleave(&self, py: Python<'_>, repeats: &Bound<'_, PyAny>, dim: Option<isize>) -> PyResult<Py<PyAny>> {
+    /// >>> tg.tensor([[1, 2], [3, 4]]).repeat_interleave(tg.tensor([1, 2]), dim=0)
+    /// tensor([[1, 2],
+    ///         [3, 4],
+    ///         [3, 4]])
+    #[pyo3(signature = (repeats, dim=None, *, output_size=None))]
+    fn repeat_interleave(
+        &self,
+        py: Python<'_>,
+        repeats: &Bound<'_, PyAny>,
+        dim: Option<isize>,
+        output_size: Option<usize>,
+    ) -> PyResult<Py<PyAny>> {
+        if let Ok(t) = repeats.cast::<PyTensor>() {
+            let r = &t.get().inner;
+            if r.ndim() > 1 {
+                return Err(PyErr::from(Error::Value("repeat_interleave only accept 1D vector as repeat".into())));
+            }
+            if r.dtype() != crate::tensor::dtype::DType::Int64 {
+                return Err(PyErr::from(Error::Dtype(format!(
+                    "repeat_interleave: repeats must be an int64 tensor, got {}",
+                    r.dtype()
+                ))));
+            }
+            let counts = r.to_vec::<i64>().map_err(PyErr::from)?;
+            let n = self.inner.numel().saturating_add(counts.iter().map(|&c| c.max(0) as usize).sum());
+            return enter_tensor(py, Cost::Elements(n), || {
+                self.inner.repeat_interleave_counts(&counts, dim, output_size)
+            });
+        }
         let r = match int_or_list(repeats, "repeats")? {
             IntOrList::One(r) => non_negative(r, "repeats")?,
             IntOrList::Many(_) => {
                 return Err(PyErr::from(Error::Type(
-                    "repeat_interleave: per-element repeats (a tensor) are not supported yet; pass an int".into(),
+                    "repeat_interleave(): repeats must be an int or a tensor, not a sequence".into(),
                 )))
             }
         };
+        if let Some(o) = output_size {
+            let along = match dim {
+                None => self.inner.numel(),
+                Some(d) => match crate::tensor::layout::wrap_dim(d, self.inner.ndim().max(1)) {
+                    Ok(d) if self.inner.ndim() > 0 => self.inner.shape()[d],
+                    _ => 1,
+                },
+            };
+            if along.checked_mul(r) != Some(o) {
+                return Err(PyErr::from(Error::Value("allocated size does not match required size".into())));
+            }
+        }
         enter_tensor(py, Cost::Elements(self.inner.numel().saturating_mul(r)), || self.inner.repeat_interleave(r, dim))
     }
 

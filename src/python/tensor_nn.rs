@@ -245,6 +245,23 @@ fn var_mean(
     Ok((wrap(py, v)?, wrap(py, m)?))
 }
 
+/// `std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None)`.
+#[pyfunction]
+#[pyo3(signature = (input, dim=None, unbiased=None, keepdim=false, *, correction=None))]
+fn std_mean(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    dim: Option<&Bound<'_, PyAny>>,
+    unbiased: Option<bool>,
+    keepdim: bool,
+    correction: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
+    let t = expect_tensor(input, "std_mean's input")?;
+    let (dims, c, k, x) = var_std(&t, dim, unbiased, keepdim, correction)?;
+    let (s, m) = x.std_mean(dims.as_deref(), c, k)?;
+    Ok((wrap(py, s)?, wrap(py, m)?))
+}
+
 /// `one_hot(tensor, num_classes=-1)`: int64 one-hot rows (-1: one more than the largest value).
 #[pyfunction]
 #[pyo3(signature = (tensor, num_classes=-1), text_signature = "(tensor, num_classes=-1)")]
@@ -260,6 +277,7 @@ fn one_hot(py: Python<'_>, tensor: &Bound<'_, PyAny>, num_classes: i64) -> PyRes
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(var_mean, m)?)?;
+    m.add_function(wrap_pyfunction!(std_mean, m)?)?;
     m.add_function(wrap_pyfunction!(one_hot, m)?)?;
     Ok(())
 }

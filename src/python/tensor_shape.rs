@@ -52,11 +52,86 @@ impl PyTensor {
     fn unsqueeze(&self, py: Python<'_>, dim: isize) -> PyResult<Py<PyAny>> {
         enter_tensor(py, Cost::Metadata, || self.inner.unsqueeze(dim))
     }
+    /// Drops the dimensions of size 1: all of them, `dim` (an int) or each of `dim` (a tuple or
+    /// list of ints); a named dimension whose size is not 1 stays. A view.
+    ///
+    /// >>> import tapegrad as tg
+    /// >>> tg.zeros(1, 2, 1).squeeze((0, 2)).shape
+    /// (2,)
     #[pyo3(signature = (dim=None))]
-    fn squeeze(&self, py: Python<'_>, dim: Option<isize>) -> PyResult<Py<PyAny>> {
-        enter_tensor(py, Cost::Metadata, || match dim {
-            Some(d) => self.inner.squeeze_dim(d),
+    fn squeeze(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let dims: Option<Vec<isize>> = match dim {
+            None => None,
+            Some(d) if d.is_none() => None,
+            Some(d) if d.is_instance_of::<PyTuple>() || d.is_instance_of::<pyo3::types::PyList>() => Some(
+                d.extract::<Vec<isize>>()
+                    .map_err(|_| PyErr::from(Error::Type("squeeze(): dim must be an int or a tuple of ints".into())))?,
+            ),
+            Some(d) => {
+                let one: isize = d.extract().map_err(|_| {
+                    PyErr::from(Error::Type(format!(
+                        "squeeze(): dim must be an int or a tuple of ints, not {}",
+                        d.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                    )))
+                })?;
+                return enter_tensor(py, Cost::Metadata, || self.inner.squeeze_dim(one));
+            }
+        };
+        enter_tensor(py, Cost::Metadata, || match &dims {
+            Some(ds) => self.inner.squeeze_dims(ds),
             None => self.inner.squeeze(),
+        })
+    }
+    /// The offset of the first element in the tensor's storage, in elements.
+    ///
+    /// >>> import tapegrad as tg
+    /// >>> tg.arange(6).view(2, 3)[1].storage_offset()
+    /// 3
+    fn storage_offset(&self) -> usize {
+        self.inner.layout().offset
+    }
+    /// The size in bytes of one element.
+    ///
+    /// >>> import tapegrad as tg
+    /// >>> tg.zeros(2, dtype=tg.float64).element_size()
+    /// 8
+    fn element_size(&self) -> usize {
+        crate::dispatch_all!(self.inner.dtype(), T => std::mem::size_of::<T>())
+    }
+    /// The size in bytes of one element (`element_size()`).
+    ///
+    /// >>> import tapegrad as tg
+    /// >>> tg.zeros(2).itemsize
+    /// 4
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.element_size()
+    }
+    /// The bytes the tensor's elements take: `numel() * itemsize`.
+    ///
+    /// >>> import tapegrad as tg
+    /// >>> tg.zeros(2, 3).nbytes
+    /// 24
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.inner.numel().saturating_mul(self.element_size())
+    }
+    /// The address of the tensor's first element (0 for a tensor without storage). Views of one
+    /// storage differ by their offsets: `t[1].data_ptr() - t.data_ptr() == t.stride(0) * itemsize`.
+    ///
+    /// >>> import tapegrad as tg
+    /// >>> t = tg.zeros(3, 2)
+    /// >>> t[1].data_ptr() - t.data_ptr()
+    /// 8
+    fn data_ptr(&self) -> usize {
+        let guard = self.inner.storage().read();
+        let offset = self.inner.layout().offset;
+        crate::dispatch_all!(self.inner.dtype(), T => {
+            use crate::tensor::element::Element;
+            match T::slice(&guard) {
+                Some(s) if !s.is_empty() => (s.as_ptr() as usize).saturating_add(offset * std::mem::size_of::<T>()),
+                _ => 0,
+            }
         })
     }
     #[pyo3(signature = (*sizes))]

@@ -143,7 +143,7 @@ impl Scalar {
     /// The dtype of a tensor made of this scalar alone.
     pub fn natural_dtype(self) -> DType {
         match self {
-            Scalar::Float(_) => DType::Float32,
+            Scalar::Float(_) => super::default_dtype::default_float(),
             Scalar::Int(_) => DType::Int64,
             Scalar::Bool(_) => DType::Bool,
         }
@@ -152,7 +152,7 @@ impl Scalar {
     /// The dtype an operation between a tensor of `dtype` and this scalar computes in.
     pub fn result_dtype_with(self, dtype: DType) -> DType {
         match (self, dtype) {
-            (Scalar::Float(_), DType::Int64 | DType::Bool) => DType::Float32,
+            (Scalar::Float(_), DType::Int64 | DType::Bool) => super::default_dtype::default_float(),
             (Scalar::Int(_), DType::Bool) => DType::Int64,
             _ => dtype,
         }

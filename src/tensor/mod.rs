@@ -1,6 +1,7 @@
 //! Tensors: a cheap handle (`Arc`) to storage, a layout over it, and autograd metadata.
 
 pub mod create;
+pub mod default_dtype;
 pub mod dtype;
 pub mod element;
 pub mod format;

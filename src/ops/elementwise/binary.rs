@@ -46,7 +46,7 @@ impl Binary {
         }
         let d = DType::promote_operands(a.dtype(), a.ndim(), b.dtype(), b.ndim());
         Ok(match (self, d) {
-            (Binary::Div, DType::Int64 | DType::Bool) => DType::Float32,
+            (Binary::Div, DType::Int64 | DType::Bool) => crate::tensor::default_dtype::default_float(),
             (Binary::Pow, DType::Bool) => return Err(Error::dtype("\"pow\" not implemented for 'Bool'")),
             _ => d,
         })
@@ -243,7 +243,9 @@ impl ScalarOp {
         }
         let d = s.result_dtype_with(t);
         Ok(match (self, d) {
-            (ScalarOp::Div | ScalarOp::RDiv, DType::Int64 | DType::Bool) => DType::Float32,
+            (ScalarOp::Div | ScalarOp::RDiv, DType::Int64 | DType::Bool) => {
+                crate::tensor::default_dtype::default_float()
+            }
             (ScalarOp::Pow, DType::Int64) if s.is_negative() => {
                 return Err(Error::dtype("Integers to negative integer powers are not allowed."))
             }

@@ -286,7 +286,9 @@ impl Tensor {
             (DType::Bool, _, Bools::Refused(kernel)) => {
                 return Err(Error::dtype(format!("\"{kernel}\" not implemented for 'Bool'")))
             }
-            (DType::Bool, _, Bools::ToFloat) | (DType::Int64, Ints::ToFloat, _) => DType::Float32,
+            (DType::Bool, _, Bools::ToFloat) | (DType::Int64, Ints::ToFloat, _) => {
+                crate::tensor::default_dtype::default_float()
+            }
             (d, _, _) => d,
         };
         let (a, b) = (self.to_dtype(dt)?, other.to_dtype(dt)?);

@@ -626,11 +626,11 @@ impl Tensor {
         match self.dtype() {
             DType::Int64 => match row.ints {
                 Ints::Exact(f) => map(self, |x: i64| f(x)),
-                Ints::ToFloat => self.to_dtype(DType::Float32)?.unary(op),
+                Ints::ToFloat => self.to_dtype(crate::tensor::default_dtype::default_float())?.unary(op),
                 Ints::Refused(message) => Err(Error::dtype(message)),
             },
             DType::Bool => match row.bools {
-                Bools::ToFloat => self.to_dtype(DType::Float32)?.unary(op),
+                Bools::ToFloat => self.to_dtype(crate::tensor::default_dtype::default_float())?.unary(op),
                 Bools::ToInt => self.to_dtype(DType::Int64)?.unary(op),
                 Bools::Same => self.detach().clone_data(),
                 Bools::Refused(message) => Err(Error::dtype(message)),

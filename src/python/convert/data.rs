@@ -62,7 +62,9 @@ pub(crate) fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) ->
             Some(d) if !is_array && kind != "O" && kind != "U" && kind != "S" => {
                 arr.call_method1("astype", (d.name(),))?
             }
-            None if !is_array && kind == "f" => arr.call_method1("astype", ("float32",))?,
+            None if !is_array && kind == "f" => {
+                arr.call_method1("astype", (crate::tensor::default_dtype::default_float().name(),))?
+            }
             _ => arr,
         };
         if kind == "O" || kind == "U" || kind == "S" {
