@@ -259,6 +259,33 @@ class Function:
     vjp = backward
 
     @staticmethod
+    def jvp(ctx: Any, *grad_inputs: Any) -> Any:
+        """Forward mode: given one tangent per argument of ``forward`` (zeros for a tensor without
+        one, None for a non-tensor argument), returns one tangent per output. ``ctx.saved_tensors``
+        here gives what forward passed to ``ctx.save_for_forward``. Subclasses define it as a
+        static method to be usable under ``tg.autograd.forward_ad``.
+
+        >>> import tapegrad as tg
+        >>> import tapegrad.autograd.forward_ad as fwAD
+        >>> class Square(tg.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         ctx.save_for_forward(x)
+        ...         return x * x
+        ...     @staticmethod
+        ...     def jvp(ctx, t):
+        ...         (x,) = ctx.saved_tensors
+        ...         return 2 * x * t
+        >>> with fwAD.dual_level():
+        ...     y = Square.apply(fwAD.make_dual(tg.tensor([3.]), tg.tensor([1.])))
+        ...     fwAD.unpack_dual(y).tangent
+        tensor([6.])
+        """
+        raise NotImplementedError(
+            "You must implement the jvp function for custom autograd.Function to use it with forward mode AD."
+        )
+
+    @staticmethod
     def _tg_backward_and_vjp(ctx: Any, *grad_outputs: Any) -> Any:
         raise RuntimeError(
             "Implementing both 'backward' and 'vjp' for a custom Function is not allowed. "

@@ -33,13 +33,59 @@ pub(crate) fn record<B: Backward + 'static>(
     name: &'static str,
     inputs: &[&Tensor],
     outputs: &[&Tensor],
-    make: impl FnOnce() -> (B, Vec<Save>),
+    make: impl Fn() -> (B, Vec<Save>),
 ) {
-    if !needs_grad(inputs) || views_of_inference_tensors(outputs) {
+    record_with_jvp(
+        name,
+        inputs,
+        outputs,
+        make,
+        None::<fn(&[Option<Tensor>]) -> crate::error::Result<Vec<Option<Tensor>>>>,
+    );
+}
+
+/// `record`, with the operation's own forward-mode rule `jvp`: the outputs' tangents from the
+/// inputs' tangents (`None` for an input without one at the level being computed; NOTE [Tangent
+/// propagation]). Without one, the rule is derived from
+/// the backward formula, and outputs that are views of an input get the view of its tangent).
+/// An error of the rule is raised with the operation's result (as a pack hook's is).
+pub(crate) fn record_with_jvp<B: Backward + 'static>(
+    name: &'static str,
+    inputs: &[&Tensor],
+    outputs: &[&Tensor],
+    make: impl Fn() -> (B, Vec<Save>),
+    jvp: Option<impl FnMut(&[Option<Tensor>]) -> crate::error::Result<Vec<Option<Tensor>>>>,
+) {
+    let forward = super::forward::active(inputs);
+    let recording = needs_grad(inputs) && !views_of_inference_tensors(outputs);
+    let node = if recording {
+        let (formula, saves) = make();
+        Some(record_node(Cow::Borrowed(name), inputs, outputs, Box::new(formula), saves))
+    } else {
+        None
+    };
+    if !forward {
         return;
     }
-    let (formula, saves) = make();
-    record_node(Cow::Borrowed(name), inputs, outputs, Box::new(formula), saves);
+    let result = match jvp {
+        Some(mut rule) => super::forward::propagate(inputs, outputs, &mut rule),
+        None => super::forward::propagate_views(inputs, outputs, |tangents| {
+            // The recorded node serves when every input with a tangent has an edge on it.
+            let usable =
+                node.as_ref().filter(|n| tangents.iter().zip(n.next_edges()).all(|(t, e)| t.is_none() || e.is_some()));
+            match usable {
+                Some(n) => super::forward::jvp_from_backward(n, inputs, outputs, tangents),
+                None => {
+                    let (formula, saves) = super::forward::saving_all(&make);
+                    let n = super::forward::formula_node(name, inputs, outputs, Box::new(formula), saves);
+                    super::forward::jvp_from_backward(&n, inputs, outputs, tangents)
+                }
+            }
+        }),
+    };
+    if let Err(e) = result {
+        super::saved::set_pack_error(e);
+    }
 }
 
 /// Builds the node for `outputs = op(inputs)` and gives the outputs their history.
@@ -65,16 +111,36 @@ pub(crate) fn record_with_scalar<B: Backward + 'static>(
     name: &'static str,
     input: &Tensor,
     output: &Tensor,
-    make: impl FnOnce() -> (B, Vec<Save>),
+    make: impl Fn() -> (B, Vec<Save>),
 ) {
-    if !needs_grad(&[input]) {
+    let forward = super::forward::active(&[input]);
+    let node = if needs_grad(&[input]) {
+        let (formula, saves) = make();
+        let edges = vec![gradient_edge(input), None];
+        let input_meta = vec![Some(TensorMeta::of(input)), None];
+        let node = node_with_edges(Cow::Borrowed(name), edges, input_meta, &[output], Box::new(formula), saves);
+        output.set_history(node.clone(), 0);
+        Some(node)
+    } else {
+        None
+    };
+    if !forward {
         return;
     }
-    let (formula, saves) = make();
-    let edges = vec![gradient_edge(input), None];
-    let input_meta = vec![Some(TensorMeta::of(input)), None];
-    let node = node_with_edges(Cow::Borrowed(name), edges, input_meta, &[output], Box::new(formula), saves);
-    output.set_history(node, 0);
+    let result = super::forward::propagate(&[input], &[output], |tangents| {
+        let tangents = [tangents[0].clone(), None];
+        match &node {
+            Some(n) => super::forward::jvp_from_backward(n, &[input], &[output], &tangents),
+            None => {
+                let (formula, saves) = super::forward::saving_all(&make);
+                let n = super::forward::formula_node(name, &[input], &[output], Box::new(formula), saves);
+                super::forward::jvp_from_backward(&n, &[input], &[output], &tangents)
+            }
+        }
+    });
+    if let Err(e) = result {
+        super::saved::set_pack_error(e);
+    }
 }
 
 /// Builds the node for `outputs = op(inputs)` without touching the outputs.

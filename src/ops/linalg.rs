@@ -161,10 +161,10 @@ struct BmmBackward;
 /// that an in-place write to an operand whose value no gradient needs does not invalidate the graph.
 fn product_saves(a: &Tensor, b: &Tensor) -> Vec<Save> {
     let mut saves = Vec::new();
-    if a.requires_grad() {
+    if crate::autograd::forward::wants_grad(a) {
         saves.push(Save::Input(b.clone()));
     }
-    if b.requires_grad() {
+    if crate::autograd::forward::wants_grad(b) {
         saves.push(Save::Input(a.clone()));
     }
     saves

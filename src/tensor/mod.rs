@@ -71,6 +71,8 @@ pub struct AutogradMeta {
     pub(crate) view_version: Option<u64>,
     /// For a view: how it was made, which decides what an in-place write to it may do.
     pub(crate) view_creation: ViewCreation,
+    /// Forward-mode tangents, by dual level id (NOTE [Dual levels] in `autograd/forward.rs`).
+    pub(crate) tangents: Vec<(u64, Tensor)>,
 }
 
 /// How a view was made (PyTorch's `CreationMeta`). Only a view made by a built-in operation with

@@ -356,7 +356,13 @@ impl Tensor {
         let b = other.to_dtype(dt)?;
         let out = op.kernel(&a, &b)?;
         record(op.node_name(), &[&a, &b], &[&out], || {
-            BinaryBackward::new(op, &a, &b, a.requires_grad(), b.requires_grad())
+            BinaryBackward::new(
+                op,
+                &a,
+                &b,
+                crate::autograd::forward::wants_grad(&a),
+                crate::autograd::forward::wants_grad(&b),
+            )
         });
         Ok(out)
     }
