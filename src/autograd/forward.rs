@@ -122,11 +122,6 @@ pub(crate) fn below_level<R>(index: usize, f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Runs `f` with forward mode switched off on this thread (a custom function's forward).
-pub(crate) fn without_levels<R>(f: impl FnOnce() -> R) -> R {
-    below_level(0, f)
-}
-
 impl Tensor {
     /// The tangent at the level with this id, if that level is live.
     pub(crate) fn tangent_at(&self, id: u64) -> Option<Tensor> {
@@ -356,7 +351,7 @@ pub(crate) fn formula_node(
     let saves = saves
         .into_iter()
         .map(|s| match s {
-            Save::Output(i) => Save::Input(outputs[i].detach()),
+            Save::Output(i) => Save::Input(outputs[i].clone()),
             s => s,
         })
         .collect();
@@ -522,4 +517,33 @@ pub(crate) fn saving_all<R>(make: impl FnOnce() -> R) -> R {
 /// (or a forward rule is being derived from the formula, see `saving_all`).
 pub(crate) fn wants_grad(t: &Tensor) -> bool {
     t.requires_grad() || SAVE_ALL.with(Cell::get) || t.has_visible_tangent()
+}
+
+/// `t.detach()` with `t`'s tangents: a saved output keeps them, so that differentiating a backward
+/// formula that reads it sees its tangent (forward-over-reverse).
+pub(crate) fn detach_keeping_tangents(t: &Tensor) -> Tensor {
+    let d = t.detach();
+    if ANY_LEVEL.load(Ordering::Acquire) {
+        let tangents = t.0.meta.lock().tangents.clone();
+        if !tangents.is_empty() {
+            d.0.meta.lock().tangents = tangents;
+        }
+    }
+    d
+}
+
+/// After an operation's outputs got their tangents: the copies of them that `node` saved get
+/// them too (a saved output is kept detached, without the tangents it did not have yet).
+pub(crate) fn give_saved_outputs_tangents(node: &Node, outputs: &[&Tensor]) {
+    node.with_saved(|saved| {
+        for s in saved.into_iter().flatten() {
+            if let (Some(i), Some(copy)) = (s.output_nr(), s.peek()) {
+                if let Some(o) = outputs.get(i) {
+                    let tangents = o.0.meta.lock().tangents.clone();
+                    let old = std::mem::replace(&mut copy.0.meta.lock().tangents, tangents);
+                    drop(old);
+                }
+            }
+        }
+    });
 }

@@ -56,35 +56,30 @@ pub(crate) fn record_with_jvp<B: Backward + 'static>(
     make: impl Fn() -> (B, Vec<Save>),
     jvp: Option<impl FnMut(&[Option<Tensor>]) -> crate::error::Result<Vec<Option<Tensor>>>>,
 ) {
-    let forward = super::forward::active(inputs);
-    let recording = needs_grad(inputs) && !views_of_inference_tensors(outputs);
-    let node = if recording {
+    let node = if needs_grad(inputs) && !views_of_inference_tensors(outputs) {
         let (formula, saves) = make();
         Some(record_node(Cow::Borrowed(name), inputs, outputs, Box::new(formula), saves))
     } else {
         None
     };
-    if !forward {
-        return;
-    }
-    let result = match jvp {
-        Some(mut rule) => super::forward::propagate(inputs, outputs, &mut rule),
-        None => super::forward::propagate_views(inputs, outputs, |tangents| {
-            // The recorded node serves when every input with a tangent has an edge on it.
-            let usable =
-                node.as_ref().filter(|n| tangents.iter().zip(n.next_edges()).all(|(t, e)| t.is_none() || e.is_some()));
-            match usable {
-                Some(n) => super::forward::jvp_from_backward(n, inputs, outputs, tangents),
-                None => {
-                    let (formula, saves) = super::forward::saving_all(&make);
-                    let n = super::forward::formula_node(name, inputs, outputs, Box::new(formula), saves);
-                    super::forward::jvp_from_backward(&n, inputs, outputs, tangents)
-                }
-            }
-        }),
-    };
-    if let Err(e) = result {
-        super::saved::set_pack_error(e);
+    // Forward mode after recording, so that a rule reading an output reads it with its history
+    // (reverse-over-forward); the outputs the node saved then get their tangents
+    // (forward-over-reverse differentiates the backward formula, which reads them).
+    if super::forward::active(inputs) {
+        let result = match jvp {
+            Some(mut rule) => super::forward::propagate(inputs, outputs, &mut rule),
+            None => super::forward::propagate_views(inputs, outputs, |tangents| {
+                let (formula, saves) = super::forward::saving_all(&make);
+                let n = super::forward::formula_node(name, inputs, outputs, Box::new(formula), saves);
+                super::forward::jvp_from_backward(&n, inputs, outputs, tangents)
+            }),
+        };
+        if let Err(e) = result {
+            super::saved::set_pack_error(e);
+        }
+        if let Some(n) = &node {
+            super::forward::give_saved_outputs_tangents(n, outputs);
+        }
     }
 }
 
@@ -113,33 +108,27 @@ pub(crate) fn record_with_scalar<B: Backward + 'static>(
     output: &Tensor,
     make: impl Fn() -> (B, Vec<Save>),
 ) {
-    let forward = super::forward::active(&[input]);
-    let node = if needs_grad(&[input]) {
+    let node = needs_grad(&[input]).then(|| {
         let (formula, saves) = make();
         let edges = vec![gradient_edge(input), None];
         let input_meta = vec![Some(TensorMeta::of(input)), None];
         let node = node_with_edges(Cow::Borrowed(name), edges, input_meta, &[output], Box::new(formula), saves);
         output.set_history(node.clone(), 0);
-        Some(node)
-    } else {
-        None
-    };
-    if !forward {
-        return;
-    }
-    let result = super::forward::propagate(&[input], &[output], |tangents| {
-        let tangents = [tangents[0].clone(), None];
-        match &node {
-            Some(n) => super::forward::jvp_from_backward(n, &[input], &[output], &tangents),
-            None => {
-                let (formula, saves) = super::forward::saving_all(&make);
-                let n = super::forward::formula_node(name, &[input], &[output], Box::new(formula), saves);
-                super::forward::jvp_from_backward(&n, &[input], &[output], &tangents)
-            }
-        }
+        node
     });
-    if let Err(e) = result {
-        super::saved::set_pack_error(e);
+    if super::forward::active(&[input]) {
+        let result = super::forward::propagate(&[input], &[output], |tangents| {
+            let tangents = [tangents[0].clone(), None];
+            let (formula, saves) = super::forward::saving_all(&make);
+            let n = super::forward::formula_node(name, &[input, input], &[output], Box::new(formula), saves);
+            super::forward::jvp_from_backward(&n, &[input], &[output], &tangents)
+        });
+        if let Err(e) = result {
+            super::saved::set_pack_error(e);
+        }
+        if let Some(n) = &node {
+            super::forward::give_saved_outputs_tangents(n, &[output]);
+        }
     }
 }
 
