@@ -71,9 +71,10 @@ pub fn exit_level(index: Option<i64>) -> Result<()> {
     Ok(())
 }
 
-/// The number of live levels.
+/// The number of live levels visible on this thread (inside the rule computing level `L`'s
+/// tangents, `L`: NOTE [Tangent propagation]).
 pub fn level_count() -> usize {
-    LEVELS.lock().len()
+    LEVELS.lock().len().min(CEILING.with(Cell::get))
 }
 
 /// The id of level `index` (the last visible one by default), or an error naming `what`.
