@@ -404,7 +404,8 @@ impl Tensor {
             m.requires_grad = false;
             m.retains_grad = false;
             m.output_nr = 0;
-            m.grad_fn.take()
+            // Forward mode too: a tensor detached in place has no tangent (as in PyTorch).
+            (m.grad_fn.take(), std::mem::take(&mut m.tangents))
         };
         // Dropped after the lock (NOTE [No Python under a tensor lock]).
         drop(old);
