@@ -322,7 +322,7 @@ impl Tensor {
             (Tensor::from_vec(exact, &[n])?, w_self, w_src)
         });
         if !flat.dtype().is_float()
-            || !(crate::autograd::forward::wants_grad(&flat) || crate::autograd::forward::wants_grad(&s))
+            || !(crate::autograd::forward::wants_grad(flat) || crate::autograd::forward::wants_grad(s))
         {
             return Ok(exact);
         }
