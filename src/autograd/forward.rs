@@ -213,6 +213,12 @@ impl Tensor {
                 tangent.shape()
             )));
         }
+        if tangent.tangent_at(id).is_some() {
+            let index = LEVELS.lock().iter().position(|&l| l == id).unwrap_or(0);
+            return Err(Error::autograd(format!(
+                "Setting a forward grad that itself has a forward gradient at the same level{index} is not supported."
+            )));
+        }
         let tangent = same_layout(self, tangent)?;
         let out = self.view_as_alias()?;
         out.set_tangent_at(id, Some(tangent));
@@ -472,6 +478,7 @@ pub(crate) fn write_tangent(t: &Tensor, id: u64, new: Option<Tensor>) -> Result<
         }
         return Ok(());
     };
+    let grad_on = is_grad_enabled();
     let _off = GradModeGuard::no_grad();
     let target = match (existing, t.base()) {
         (Some(old), _) if has_same_meta(t, &old) => old,
@@ -493,7 +500,17 @@ pub(crate) fn write_tangent(t: &Tensor, id: u64, new: Option<Tensor>) -> Result<
             view
         }
         (_, None) => {
-            t.set_tangent_at(id, Some(same_layout(t, &new)?));
+            // The tensor's own memory: the value written may be another tensor's tangent.
+            let fresh = if new.requires_grad() && grad_on {
+                let _on = GradModeGuard::new(true);
+                new.clone_tensor()?
+            } else {
+                let zeros = Tensor::zeros(&[t.storage().read().len()], new.dtype())?;
+                let fresh = zeros.alias_with_layout(t.layout().clone());
+                crate::ops::kernel::write_into(&fresh, &new.detach())?;
+                fresh
+            };
+            t.set_tangent_at(id, Some(fresh));
             return Ok(());
         }
     };

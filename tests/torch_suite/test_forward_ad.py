@@ -559,3 +559,31 @@ def test_custom_gradient_and_autograd_function_jvp():
         np.testing.assert_allclose(arr(fwAD.unpack_dual(square(d)).tangent), 2 * arr(x) * arr(t))
         np.testing.assert_allclose(arr(fwAD.unpack_dual(square_wrong_jvp(d)).tangent), 3 * arr(t))
         np.testing.assert_allclose(arr(fwAD.unpack_dual(times_ten(d)).tangent), 10 * arr(t))
+
+
+# covers: test_autograd.py::TestAutogradForwardMode::test_set_fw_grad_having_own_fw_grad_at_same_level
+def test_set_fw_grad_having_own_fw_grad_at_same_level():
+    foo, bar = tg.rand(2), tg.rand(2)
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(foo, bar)
+        with pytest.raises(RuntimeError, match="has a forward gradient at the same level"):
+            fwAD.make_dual(tg.rand(2), dual)
+
+
+# covers: test_autograd.py::TestAutogradDeviceType::test_copy_forward_ad_broadcasting
+def test_copy_forward_ad_broadcasting():
+    with fwAD.dual_level():
+        x = tg.zeros(2, 3)
+        y = fwAD.make_dual(tg.rand(3), tg.tensor([1.0, 2.0, 3.0]))
+        x.copy_(y)
+        np.testing.assert_array_equal(arr(fwAD.unpack_dual(x).tangent), [[1.0, 2.0, 3.0]] * 2)
+
+
+# covers: test_autograd.py::TestAutogradDeviceType::test_copy_forward_ad_same_layout_copies_grad
+def test_copy_forward_ad_same_layout_copies_grad():
+    with fwAD.dual_level():
+        t = tg.tensor([1.0, 2.0, 3.0])
+        a = tg.zeros(3)
+        a.copy_(fwAD.make_dual(tg.rand(3), t))
+        t.mul_(10)  # the copy's tangent is its own memory
+        np.testing.assert_array_equal(arr(fwAD.unpack_dual(a).tangent), [1.0, 2.0, 3.0])
