@@ -56,3 +56,38 @@ def test_forward_mode(op, data):
     reverse = sum(float((x.grad.numpy() * t).sum()) for x, t in zip(fresh, tangents) if x.grad is not None)
     np.testing.assert_allclose(float((g * jt).sum()), reverse, rtol=1e-8, atol=1e-8,
                                err_msg="forward mode vs reverse mode")
+
+
+@pytest.mark.parametrize("op", OPS, ids=[o.name for o in OPS])
+@SETTINGS
+@given(data=st.data())
+def test_forward_over_reverse(op, data):
+    """The tangent formulas are recorded, and saved values carry their tangents: the tangent of a gradient
+    computed with ``create_graph=True`` (forward-over-reverse, how ``hessian = jacfwd(jacrev(f))`` works) is the
+    Hessian-vector product that reverse-over-reverse gives, for ``sum(g * f(x))``."""
+    arrays, params, inputs, _ = draw_operands(op, data)
+    tangents = [normal(data, inp.fd_array.shape, f"tangent {i}") for i, inp in enumerate(inputs)]
+    expected = np.asarray(op.ref(*arrays, **params), dtype=np.float64)
+    g = tg.tensor(normal(data, expected.shape, "upstream seed"))
+
+    def grads(leaves):
+        out = op.f(*[inp.use(x) for inp, x in zip(inputs, leaves)], **params)
+        return tg.autograd.grad((out * g).sum(), leaves, create_graph=True, allow_unused=True)
+
+    # reverse over reverse: d/dx <grad(x), t>
+    leaves = [inp.leaf() for inp in inputs]
+    first = grads(leaves)
+    inner = sum((gr * tg.tensor(t)).sum() for gr, t in zip(first, tangents) if gr is not None)
+    if not isinstance(inner, tg.Tensor) or not inner.requires_grad:
+        return  # a gradient that does not depend on the inputs (a linear operation): nothing to compare
+    rr = tg.autograd.grad(inner, leaves, allow_unused=True)
+
+    with fwAD.dual_level():
+        leaves = [inp.leaf() for inp in inputs]
+        duals = [fwAD.make_dual(x, tg.tensor(t)) for x, t in zip(leaves, tangents)]
+        first = grads(duals)
+        fr = [None if gr is None else fwAD.unpack_dual(gr).tangent for gr in first]
+    for i, (a, b) in enumerate(zip(fr, rr)):
+        a = np.zeros(inputs[i].fd_array.shape) if a is None else a.detach().numpy()
+        b = np.zeros(inputs[i].fd_array.shape) if b is None else b.numpy()
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10, err_msg=f"Hessian-vector product of input {i}")

@@ -117,12 +117,14 @@ impl Tensor {
         // this very write is about to change (an operand that requires grad may need it saved even
         // when this tensor does not require grad: `a.mul_(b)` saves `a` for `b`'s gradient).
         let old = if recording { self.old_value_for_write()? } else { self.detach() };
-        // Forward mode: the old value carries this tensor's tangents, so that the new value's
-        // tangent is computed by the out-of-place operation (NOTE [Tangent propagation]).
+        // Forward mode: the old value carries (a copy of) this tensor's tangents, so that the new
+        // value's tangent is computed by the out-of-place operation (NOTE [Tangent propagation]); a
+        // copy, as the write below updates the tangent in place and the new value's node may have
+        // saved the old value with its tangent.
         let levels = crate::autograd::forward::visible_levels();
         for (_, id) in &levels {
             if let Some(t) = self.tangent_at(*id) {
-                old.set_tangent_at(*id, Some(t));
+                old.set_tangent_at(*id, Some(t.clone_tensor()?));
             }
         }
         let new = compute(&old)?;
