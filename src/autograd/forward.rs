@@ -392,6 +392,14 @@ pub(crate) fn jvp_from_backward(
     if !node.formula().differentiable_twice() {
         return Err(unsupported(&name));
     }
+    if super::grad_mode::is_inference_mode_enabled() {
+        let op = name.strip_suffix("Backward").unwrap_or(&name);
+        return Err(Error::NotImplemented(format!(
+            "Trying to use forward AD with {op} under inference mode, which is not supported: its forward rule \
+             is derived from its backward formula, which inference mode does not record (element-wise \
+             operations, + - * / and matrix products work)."
+        )));
+    }
     // Recorded when grad mode is on and something it depends on requires grad.
     let create_graph = is_grad_enabled()
         && (inputs.iter().any(|t| t.requires_grad()) || tangents.iter().flatten().any(|t| t.requires_grad()));
@@ -399,8 +407,11 @@ pub(crate) fn jvp_from_backward(
     let seeds: Vec<Option<Tensor>> = outputs
         .iter()
         .map(|o| {
+            // Any value serves (the formula is linear in it); ones, so that a formula that is not
+            // recorded (it cannot be differentiated) shows as a gradient that does not require grad
+            // and is not zero.
             if o.dtype().is_float() {
-                Tensor::zeros(o.shape(), o.dtype()).and_then(|z| z.requires_grad_(true)).map(Some)
+                Tensor::ones(o.shape(), o.dtype()).and_then(|z| z.requires_grad_(true)).map(Some)
             } else {
                 Ok(None)
             }

@@ -107,6 +107,7 @@ pub(crate) fn record_with_scalar<B: Backward + 'static>(
     input: &Tensor,
     output: &Tensor,
     make: impl Fn() -> (B, Vec<Save>),
+    jvp: Option<impl Fn(&Tensor) -> crate::error::Result<Tensor>>,
 ) {
     let node = needs_grad(&[input]).then(|| {
         let (formula, saves) = make();
@@ -118,6 +119,9 @@ pub(crate) fn record_with_scalar<B: Backward + 'static>(
     });
     if super::forward::active(&[input]) {
         let result = super::forward::propagate(&[input], &[output], |tangents| {
+            if let (Some(rule), Some(t)) = (&jvp, &tangents[0]) {
+                return Ok(vec![Some(rule(t)?)]);
+            }
             let tangents = [tangents[0].clone(), None];
             let (formula, saves) = super::forward::saving_all(&make);
             let n = super::forward::formula_node(name, &[input, input], &[output], Box::new(formula), saves);

@@ -587,3 +587,16 @@ def test_copy_forward_ad_same_layout_copies_grad():
         a.copy_(fwAD.make_dual(tg.rand(3), t))
         t.mul_(10)  # the copy's tangent is its own memory
         np.testing.assert_array_equal(arr(fwAD.unpack_dual(a).tangent), [1.0, 2.0, 3.0])
+
+
+def test_inference_mode():
+    """Forward mode under inference mode: operations with rules of their own work; the others, whose rule
+    is derived from a backward formula that inference mode does not record, raise (never a silent zero)."""
+    x, t = tg.tensor([0.5, 1.0, 2.0]), tg.tensor([1.0, 2.0, 3.0])
+    with fwAD.dual_level():
+        with tg.inference_mode():
+            d = fwAD.make_dual(x, t)
+            out = d.sin() * 2 + 1
+            np.testing.assert_allclose(arr(fwAD.unpack_dual(out).tangent), 2 * np.cos(arr(x)) * arr(t), rtol=1e-6)
+            with pytest.raises(NotImplementedError, match="under inference mode"):
+                d.sum()

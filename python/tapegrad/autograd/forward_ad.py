@@ -108,13 +108,13 @@ def make_dual(tensor: _C.Tensor, tangent: _C.Tensor, *, level: int | None = None
 def unpack_dual(tensor: Any, *, level: int | None = None) -> UnpackedDualTensor:
     """The primal and the tangent of ``tensor`` at ``level`` (the last level entered by default),
     as ``UnpackedDualTensor(primal, tangent)``; the tangent is ``None`` when there is none (also
-    when no level is live).
+    when no level is live, and for a value that is not a tensor, returned as the primal).
 
     >>> import tapegrad as tg
     >>> unpack_dual(tg.tensor([1.])).tangent is None
     True
     """
-    if _C._dual_level_count() == 0:
+    if _C._dual_level_count() == 0 or not isinstance(tensor, _C.Tensor):
         return UnpackedDualTensor(tensor, None)
     primal, tangent = _C._unpack_dual(tensor, level)
     return UnpackedDualTensor(primal, tangent)

@@ -434,8 +434,17 @@ impl Tensor {
             };
             (ScalarBackward { op, s: s.as_f64() }, saves)
         };
+        // Forward mode of the linear ones: the tangent through the same operation's linear part.
+        let linear = |t: &Tensor| match op {
+            ScalarOp::Mul => t.mul_scalar(s),
+            ScalarOp::Div => t.div_scalar(s),
+            _ => Ok(t.clone()),
+        };
         if op.scalar_has_slot() {
-            record_with_scalar(op.node_name(), &x, &out, make);
+            record_with_scalar(op.node_name(), &x, &out, make, Some(linear));
+        } else if op == ScalarOp::RSub {
+            let jvp = |t: &[Option<Tensor>]| t[0].as_ref().map(|t| t.neg()).transpose().map(|t| vec![t]);
+            record_with_jvp(op.node_name(), &[&x], &[&out], make, Some(jvp));
         } else {
             record(op.node_name(), &[&x], &[&out], make);
         }
