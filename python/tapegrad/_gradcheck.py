@@ -300,13 +300,14 @@ def _check_undefined_grad(fn, inputs, diff_tensors):
 
 def _forward_columns(fn, inputs, i, direction, n_outs):
     """``J_k direction`` for every tensor output k of ``fn``, by forward mode: input ``i`` made dual
-    with tangent ``direction`` (flat), the others as they are; zeros for an output without a tangent."""
+    with tangent ``direction`` (flat); every tensor input is passed detached (as PyTorch: ``fn`` sees
+    no input requiring grad during the forward-mode check); zeros for an output without a tangent."""
     from .autograd import forward_ad as fwAD
 
     t = inputs[i]
     tangent = _C.tensor(direction.reshape(tuple(t.shape)), dtype=t.dtype)
     with fwAD.dual_level():
-        args = list(inputs)
+        args = [a.detach() if isinstance(a, _C.Tensor) else a for a in inputs]
         args[i] = fwAD.make_dual(t.detach(), tangent)
         outs = _tensor_outputs(fn(*args))
         cols = []

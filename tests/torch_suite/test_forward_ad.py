@@ -600,3 +600,38 @@ def test_inference_mode():
             np.testing.assert_allclose(arr(fwAD.unpack_dual(out).tangent), 2 * np.cos(arr(x)) * arr(t), rtol=1e-6)
             with pytest.raises(NotImplementedError, match="under inference mode"):
                 d.sum()
+
+
+# covers: test_autograd.py::TestAutograd::test_gradcheck_forward_ad_runs_with_no_requires_grad
+def test_gradcheck_forward_ad_runs_with_no_requires_grad():
+    seen = []
+
+    def fn(x, y):
+        if tg._tapegrad._dual_level_count():
+            seen.append((x.requires_grad, y.requires_grad))
+        return x.clone(), y.clone()
+
+    x = tg.rand(2, dtype=tg.float64, requires_grad=True)
+    y = tg.rand(2, dtype=tg.float64, requires_grad=True)
+    assert tg.autograd.gradcheck(fn, (x, y), check_forward_ad=True, check_backward_ad=False)
+    assert seen and all(s == (False, False) for s in seen)
+
+
+def test_gradcheck_forward_ad_checks_only_inputs_requiring_grad():
+    calls = []
+
+    class UserFn(tg.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x.clone(), y.clone()
+
+        @staticmethod
+        def jvp(ctx, x_t, y_t):
+            calls.append((float(x_t.abs().sum()), float(y_t.abs().sum())))
+            return x_t, y_t
+
+    x = tg.rand(2, dtype=tg.float64, requires_grad=True)
+    y = tg.rand(2, dtype=tg.float64)
+    assert tg.autograd.gradcheck(UserFn.apply, (x, y), check_forward_ad=True, check_backward_ad=False)
+    # one column per element of x; y (not requiring grad) never gets a tangent
+    assert len(calls) == 2 and all(ty == 0.0 for _, ty in calls)
