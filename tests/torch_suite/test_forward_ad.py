@@ -635,3 +635,31 @@ def test_gradcheck_forward_ad_checks_only_inputs_requiring_grad():
     assert tg.autograd.gradcheck(UserFn.apply, (x, y), check_forward_ad=True, check_backward_ad=False)
     # one column per element of x; y (not requiring grad) never gets a tangent
     assert len(calls) == 2 and all(ty == 0.0 for _, ty in calls)
+
+
+def test_custom_function_dirty_input_jvp_in_place():
+    """A Function that writes its input in place (mark_dirty) updates the input's tangent in place in jvp,
+    as PyTorch asks: the input (returned as the output) then has the doubled tangent."""
+
+    class Double_(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def jvp(ctx, t):
+            t.mul_(2)
+            return t
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    with fwAD.dual_level():
+        d = fwAD.make_dual(tg.tensor([1.0, 2.0]), tg.tensor([1.0, 3.0]))
+        y = Double_.apply(d)
+        assert y is d
+        np.testing.assert_array_equal(arr(y), [2.0, 4.0])
+        np.testing.assert_array_equal(arr(fwAD.unpack_dual(d).tangent), [2.0, 6.0])
