@@ -190,7 +190,19 @@ class LinalgEigh(Function):
     def forward(ctx, A, upper):
         w, V = _C._linalg_eigh(A, upper, True)
         ctx.save_for_backward(w, V)
+        ctx.save_for_forward(w, V)
         return w, V
+
+    @staticmethod
+    def jvp(ctx, tA, _upper):
+        # a symmetric dA: with P = Vᵀ dA V, dw = diag(P) and dV = V (F ∘ P), F[i, j] = 1 / (w[j] - w[i])
+        # off the diagonal, 0 on it
+        w, V = ctx.saved_tensors
+        n = w.shape[-1]
+        P = _mT(V) @ tA @ V
+        eye = _eye_like(w, n)
+        E = w.unsqueeze(-2) - w.unsqueeze(-1) + eye
+        return _diagonal(P), V @ ((1.0 - eye) * P / E)
 
     @staticmethod
     def backward(ctx, gw, gV):

@@ -663,3 +663,26 @@ def test_custom_function_dirty_input_jvp_in_place():
         assert y is d
         np.testing.assert_array_equal(arr(y), [2.0, 4.0])
         np.testing.assert_array_equal(arr(fwAD.unpack_dual(d).tangent), [2.0, 6.0])
+
+
+def test_linalg_forward_mode():
+    """tg.linalg's functions with forward rules, checked column by column against finite differences."""
+    tg.manual_seed(3)
+    a = tg.randn(3, 3, dtype=tg.float64)
+    spd = (a @ a.T + 3 * tg.eye(3, dtype=tg.float64)).requires_grad_()
+    b = tg.randn(3, 2, dtype=tg.float64, requires_grad=True)
+
+    def sym(m):
+        return 0.5 * (m + m.T)
+
+    for fn, inputs in [
+        (tg.linalg.inv, (spd,)),
+        (tg.linalg.det, (spd,)),
+        (tg.linalg.solve, (spd, b)),
+        (lambda m: tg.linalg.slogdet(m)[1], (spd,)),
+        (lambda m: tg.linalg.cholesky(sym(m)), (spd,)),
+        (lambda m: tg.linalg.eigh(sym(m))[0], (spd,)),
+        # eigenvectors up to sign: fixed by the sign of the first row
+        (lambda m: (lambda w, V: V * V[0].sign())(*tg.linalg.eigh(sym(m))), (spd,)),
+    ]:
+        assert tg.autograd.gradcheck(fn, inputs, check_forward_ad=True)
