@@ -87,6 +87,10 @@ pub enum Error {
     /// that lands inside Python code (a custom function) arrives as `External` instead.
     #[error("interrupted")]
     Interrupted,
+    /// Something the library does not implement (forward mode through an operation without a
+    /// rule). Python: `NotImplementedError`, as PyTorch raises.
+    #[error("{0}")]
+    NotImplemented(String),
 }
 
 fn slice_step_message(step: isize) -> String {

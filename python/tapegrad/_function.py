@@ -259,6 +259,33 @@ class Function:
     vjp = backward
 
     @staticmethod
+    def jvp(ctx: Any, *grad_inputs: Any) -> Any:
+        """Forward mode: given one tangent per argument of ``forward`` (zeros for a tensor without
+        one, None for a non-tensor argument), returns one tangent per output. ``ctx.saved_tensors``
+        here gives what forward passed to ``ctx.save_for_forward``. Subclasses define it as a
+        static method to be usable under ``tg.autograd.forward_ad``.
+
+        >>> import tapegrad as tg
+        >>> import tapegrad.autograd.forward_ad as fwAD
+        >>> class Square(tg.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         ctx.save_for_forward(x)
+        ...         return x * x
+        ...     @staticmethod
+        ...     def jvp(ctx, t):
+        ...         (x,) = ctx.saved_tensors
+        ...         return 2 * x * t
+        >>> with fwAD.dual_level():
+        ...     y = Square.apply(fwAD.make_dual(tg.tensor([3.]), tg.tensor([1.])))
+        ...     fwAD.unpack_dual(y).tangent
+        tensor([6.])
+        """
+        raise NotImplementedError(
+            "You must implement the jvp function for custom autograd.Function to use it with forward mode AD."
+        )
+
+    @staticmethod
     def _tg_backward_and_vjp(ctx: Any, *grad_outputs: Any) -> Any:
         raise RuntimeError(
             "Implementing both 'backward' and 'vjp' for a custom Function is not allowed. "
@@ -322,9 +349,11 @@ class _AutogradCallable:
 
 
 def autograd_function(
-    forward: Callable[..., Any], backward: Callable[..., Any], name: str | None = None
+    forward: Callable[..., Any], backward: Callable[..., Any], name: str | None = None,
+    jvp: Callable[..., Any] | None = None,
 ) -> _AutogradCallable:
     """R torch's spelling: ``f = autograd_function(forward=..., backward=...)``; ``f(x, ...)``.
+    ``jvp(ctx, *tangents)``, when given, is the forward-mode rule (``Function.jvp``).
 
     >>> import tapegrad as tg
     >>> def forward(ctx, x):
@@ -341,11 +370,16 @@ def autograd_function(
     if not callable(forward) or not callable(backward):
         raise TypeError("autograd_function needs callable forward and backward")
     cls_name = name or _function_name(forward, "AutogradFunction")
-    cls = type(cls_name, (Function,), {
+    attrs = {
         "forward": staticmethod(forward),
         "backward": staticmethod(backward),
         "__module__": getattr(forward, "__module__", __name__),
-    })
+    }
+    if jvp is not None:
+        if not callable(jvp):
+            raise TypeError("autograd_function needs a callable jvp")
+        attrs["jvp"] = staticmethod(jvp)
+    cls = type(cls_name, (Function,), attrs)
     return _AutogradCallable(cls)
 
 
@@ -384,10 +418,17 @@ def _positional_names(f):
     return names, rest
 
 
-def custom_gradient(f: Callable[..., Any]) -> Callable[..., Any]:
+def custom_gradient(f: Callable[..., Any] | None = None, *,
+                    jvp: Callable[..., Any] | None = None) -> Callable[..., Any]:
     """TensorFlow/Keras' spelling: ``f(*args, **kwargs)`` returns ``(output, grad_fn)``, where
     ``grad_fn`` takes one upstream gradient per output and returns one gradient per tensor among
     the positional arguments (a single one when there is one).
+
+    Forward mode (``tg.autograd.forward_ad``): by default the output's tangent is the one ``f``'s
+    own operations computed (``f`` runs on the caller's dual tensors). ``@custom_gradient(jvp=rule)``
+    replaces it: ``rule(primals, tangents)`` gets the positional arguments and one tangent per
+    positional argument (zeros for a tensor without one, None for a non-tensor) and returns the
+    output's tangent (one per output).
 
     As in TensorFlow, ``f`` runs with history kept, on the caller's tensors, so that ``grad_fn``
     may use them differentiably (second derivatives through it); its output is then cut from that
@@ -404,6 +445,8 @@ def custom_gradient(f: Callable[..., Any]) -> Callable[..., Any]:
     >>> x.grad
     tensor([1., 1.])
     """
+    if f is None:
+        return functools.partial(custom_gradient, jvp=jvp)
     name = _function_name(f, "CustomGradient")
     positional, varargs = _positional_names(f)
 
@@ -412,6 +455,14 @@ def custom_gradient(f: Callable[..., Any]) -> Callable[..., Any]:
         ctx._tg_grad_fn = computed.grad_fn
         ctx._tg_tensor_mask = [isinstance(v, Tensor) for v in values[:-1]]
         result = computed.result
+        ctx._tg_primals = values[:-1]
+        if jvp is None and _C._dual_level_count():
+            # the tangents f's own operations gave its outputs, per dual level
+            results = result if isinstance(result, (tuple, list)) else (result,)
+            ctx._tg_tangents = [
+                [_C._unpack_dual(r, level)[1] if isinstance(r, Tensor) else None for r in results]
+                for level in range(_C._dual_level_count())
+            ]
         if isinstance(result, (tuple, list)):
             return tuple(_output_of(r) for r in result)
         return _output_of(result)
@@ -430,9 +481,19 @@ def custom_gradient(f: Callable[..., Any]) -> Callable[..., Any]:
         grads = iter(grads)
         return (*(next(grads) if is_tensor else None for is_tensor in mask), None)
 
+    def forward_rule(ctx, *tangents):
+        if jvp is not None:
+            return jvp(ctx._tg_primals, tangents[:-1])
+        # the level whose tangents are being computed is the first one hidden from this rule
+        found = getattr(ctx, "_tg_tangents", [])
+        level = _C._dual_level_count()
+        out = found[level] if level < len(found) else []
+        return tuple(out) if len(out) != 1 else out[0]
+
     cls = type(name, (Function,), {
         "forward": staticmethod(forward),
         "backward": staticmethod(backward),
+        "jvp": staticmethod(forward_rule),
         "__module__": getattr(f, "__module__", __name__),
     })
 

@@ -298,7 +298,73 @@ def _check_undefined_grad(fn, inputs, diff_tensors):
             run([_UndefinedGrad.apply(o) if k == u else o for k, o in enumerate(diff_outputs())], False)
 
 
-def _gradcheck(fn, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, fast_mode):
+def _forward_columns(fn, inputs, i, direction, n_outs):
+    """``J_k direction`` for every tensor output k of ``fn``, by forward mode: input ``i`` made dual
+    with tangent ``direction`` (flat); every tensor input is passed detached (as PyTorch: ``fn`` sees
+    no input requiring grad during the forward-mode check); zeros for an output without a tangent."""
+    from .autograd import forward_ad as fwAD
+
+    t = inputs[i]
+    tangent = _C.tensor(direction.reshape(tuple(t.shape)), dtype=t.dtype)
+    with fwAD.dual_level():
+        args = [a.detach() if isinstance(a, _C.Tensor) else a for a in inputs]
+        args[i] = fwAD.make_dual(t.detach(), tangent)
+        outs = _tensor_outputs(fn(*args))
+        cols = []
+        for o in outs[:n_outs]:
+            tan = fwAD.unpack_dual(o).tangent
+            cols.append(np.zeros(o.numel()) if tan is None else _values(tan))
+    return cols
+
+
+def _check_forward_ad(evaluate, inputs, diff, eps, atol, rtol, fast_mode):
+    """Forward mode against central differences: column by column (or, in fast mode, along one
+    random direction per input)."""
+    ref = evaluate.reference
+    out_idx = [k for k, o in enumerate(ref) if o.dtype.is_floating_point]
+    if fast_mode:
+        rng = np.random.default_rng(0)
+        for ii, i in enumerate(diff):
+            u = rng.uniform(-1.0, 1.0, inputs[i].numel())
+            flat = inputs[i].detach().numpy().astype(np.float64).reshape(-1)
+            where = f"along a random direction of input {i} by {eps}"
+            hi = evaluate(i, flat + eps * u, where)
+            lo = evaluate(i, flat - eps * u, where)
+            cols = _forward_columns(evaluate.fn, inputs, i, u, len(ref))
+            for oi, k in enumerate(out_idx):
+                numeric = (_values(hi[k]) - _values(lo[k])) / (2 * eps)
+                v = _violation(cols[k], numeric, atol * np.abs(u).sum(), rtol)
+                if v.size and v.max() > 0:
+                    raise GradcheckError(
+                        f"Jacobian computed with forward mode mismatch for output {oi} with respect to input {ii} "
+                        f"(fast mode): J u is {cols[k].tolist()!r} by forward mode and {numeric.tolist()!r} "
+                        "numerically."
+                    )
+        return
+    numeric = _numerical_jacobians(evaluate, inputs, diff, out_idx, eps)
+    for ii, i in enumerate(diff):
+        n_in = inputs[i].numel()
+        forward = {k: np.zeros((ref[k].numel(), n_in)) for k in out_idx}
+        for j in range(n_in):
+            e = np.zeros(n_in)
+            e[j] = 1.0
+            cols = _forward_columns(evaluate.fn, inputs, i, e, len(ref))
+            for k in out_idx:
+                forward[k][:, j] = cols[k]
+        for oi, k in enumerate(out_idx):
+            v = _violation(forward[k], numeric[(k, i)], atol, rtol)
+            if v.size and v.max() > 0:
+                r, c = np.unravel_index(np.argmax(v), v.shape)
+                raise GradcheckError(
+                    f"Jacobian computed with forward mode mismatch for output {oi} with respect to input {ii}: at "
+                    f"element {int(c)} of the input and element {int(r)} of the output, forward mode "
+                    f"{float(forward[k][r, c])!r} vs numerical {float(numeric[(k, i)][r, c])!r} (atol={atol}, "
+                    f"rtol={rtol})"
+                )
+
+
+def _gradcheck(fn, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, fast_mode,
+               check_forward_ad=False, check_backward_ad=True):
     diff = _check_inputs(inputs)
     reference = _tensor_outputs(fn(*inputs))
     evaluate = _Evaluator(fn, inputs, reference)
@@ -311,6 +377,10 @@ def _gradcheck(fn, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, fa
             raise GradcheckError("Numerical gradient for function expected to be zero: no output requires grad, "
                                  "yet an output changes when a differentiable input is perturbed.")
         return
+    if check_forward_ad:
+        _check_forward_ad(evaluate, inputs, diff, eps, atol, rtol, fast_mode)
+    if not check_backward_ad:
+        return
     check = _fast_check if fast_mode else _slow_check
     check(evaluate, inputs, diff, diff_outs, eps, atol, rtol, nondet_tol)
     diff_tensors = [inputs[i] for i in diff]
@@ -321,14 +391,17 @@ def _gradcheck(fn, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, fa
 
 def gradcheck(fn: Callable[..., Any], inputs: _C.Tensor | Sequence[object], eps: float = 1e-6, atol: float = 1e-5,
               rtol: float = 1e-3, raise_exception: bool = True, *, nondet_tol: float = 0.0,
-              check_undefined_grad: bool = True, fast_mode: bool = False) -> bool:
+              check_undefined_grad: bool = True, fast_mode: bool = False, check_forward_ad: bool = False,
+              check_backward_ad: bool = True) -> bool:
     """Checks ``fn``'s backward against central finite differences of step ``eps``: every entry of
     each Jacobian (d differentiable output / d input requiring grad) must satisfy
     ``|analytic - numerical| <= atol + rtol * |numerical|`` (NaN never does); backward must give the
     same result twice (within ``nondet_tol``), be multiplied by grad_output, and accept undefined
     output gradients (``check_undefined_grad``). Without differentiable outputs the numerical
     gradient must be zero. ``fast_mode`` compares random projections of the Jacobians instead of
-    every entry.
+    every entry. ``check_forward_ad`` also checks forward mode (``tg.autograd.forward_ad``): each
+    Jacobian column from the tangent of a one-hot direction (in fast mode, one random direction per
+    input) against the same differences; ``check_backward_ad=False`` leaves backward unchecked.
 
     Returns True, or raises ``GradcheckError`` naming the failed check (for a Jacobian mismatch,
     the output, the input and the worst entry); with ``raise_exception=False`` a failed check
@@ -338,12 +411,13 @@ def gradcheck(fn: Callable[..., Any], inputs: _C.Tensor | Sequence[object], eps:
 
     >>> import tapegrad as tg
     >>> x = tg.tensor([0.5, 1.5], dtype=tg.float64, requires_grad=True)
-    >>> tg.autograd.gradcheck(lambda t: (t.sin() * t).sum(), (x,))
+    >>> tg.autograd.gradcheck(lambda t: (t.sin() * t).sum(), (x,), check_forward_ad=True)
     True
     """
     inputs = _as_tuple(inputs)
     try:
-        _gradcheck(fn, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, fast_mode)
+        _gradcheck(fn, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad and check_backward_ad, fast_mode,
+                   check_forward_ad, check_backward_ad)
     except GradcheckError:
         if raise_exception:
             raise

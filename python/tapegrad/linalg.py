@@ -66,7 +66,13 @@ class LinalgInv(Function):
     def forward(ctx, A):
         out = _C._linalg_inv(A)
         ctx.save_for_backward(out)
+        ctx.save_for_forward(out)
         return out
+
+    @staticmethod
+    def jvp(ctx, tA):
+        (ai,) = ctx.saved_tensors
+        return -(ai @ tA @ ai)
 
     @staticmethod
     def backward(ctx, g):
@@ -80,7 +86,14 @@ class LinalgSolve(Function):
     def forward(ctx, A, B):
         X = _C._linalg_solve(A, B)
         ctx.save_for_backward(A, X)
+        ctx.save_for_forward(A, X)
         return X
+
+    @staticmethod
+    def jvp(ctx, tA, tB):
+        # A X = B: A dX = dB - dA X
+        A, X = ctx.saved_tensors
+        return solve(A, tB - tA @ X)
 
     @staticmethod
     def backward(ctx, g):
@@ -95,7 +108,14 @@ class LinalgDet(Function):
     def forward(ctx, A):
         d = _C._linalg_det(A)
         ctx.save_for_backward(A, d)
+        ctx.save_for_forward(A, d)
         return d
+
+    @staticmethod
+    def jvp(ctx, tA):
+        # d det A = det A tr(A⁻¹ dA) (an invertible A)
+        A, d = ctx.saved_tensors
+        return d * (inv(A) * _mT(tA)).sum(-1).sum(-1)
 
     @staticmethod
     def backward(ctx, g):
@@ -119,8 +139,14 @@ class LinalgSlogdet(Function):
     def forward(ctx, A):
         sign, logabs = _C._linalg_slogdet(A)
         ctx.save_for_backward(A)
+        ctx.save_for_forward(A)
         ctx.mark_non_differentiable(sign)
         return sign, logabs
+
+    @staticmethod
+    def jvp(ctx, tA):
+        (A,) = ctx.saved_tensors
+        return None, (inv(A) * _mT(tA)).sum(-1).sum(-1)
 
     @staticmethod
     def backward(ctx, _gsign, glog):
@@ -133,7 +159,18 @@ class LinalgCholesky(Function):
     def forward(ctx, A):
         L = _C._linalg_cholesky(A, False)
         ctx.save_for_backward(L)
+        ctx.save_for_forward(L)
         return L
+
+    @staticmethod
+    def jvp(ctx, tA):
+        # dL = L Φ(L⁻¹ dA L⁻ᵀ), Φ = the lower triangle with a halved diagonal
+        (L,) = ctx.saved_tensors
+        n = L.shape[-1]
+        Li = inv(L)
+        P = Li @ tA @ _mT(Li)
+        P = P * _tril_mask(L, n, strict=True) + 0.5 * _diag_embed(_diagonal(P))
+        return L @ P
 
     @staticmethod
     def backward(ctx, gL):
@@ -153,7 +190,19 @@ class LinalgEigh(Function):
     def forward(ctx, A, upper):
         w, V = _C._linalg_eigh(A, upper, True)
         ctx.save_for_backward(w, V)
+        ctx.save_for_forward(w, V)
         return w, V
+
+    @staticmethod
+    def jvp(ctx, tA, _upper):
+        # a symmetric dA: with P = Vᵀ dA V, dw = diag(P) and dV = V (F ∘ P), F[i, j] = 1 / (w[j] - w[i])
+        # off the diagonal, 0 on it
+        w, V = ctx.saved_tensors
+        n = w.shape[-1]
+        P = _mT(V) @ tA @ V
+        eye = _eye_like(w, n)
+        E = w.unsqueeze(-2) - w.unsqueeze(-1) + eye
+        return _diagonal(P), V @ ((1.0 - eye) * P / E)
 
     @staticmethod
     def backward(ctx, gw, gV):

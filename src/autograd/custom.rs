@@ -119,6 +119,15 @@ pub trait CustomOp: Send + Sync + 'static {
     fn output_slots(&self) -> Option<Vec<bool>> {
         None
     }
+
+    /// Forward mode: one tangent per output from one tangent per input (zeros for an input
+    /// without one), called after `forward` when an input carries a tangent. The default says it
+    /// is not supported, in PyTorch's words.
+    fn jvp(&self, _tangents: Vec<Tensor>) -> Result<Vec<Option<Tensor>>> {
+        Err(Error::NotImplemented(
+            "You must implement the jvp function for custom autograd.Function to use it with forward mode AD.".into(),
+        ))
+    }
 }
 
 struct CustomBackward<Op: CustomOp> {
@@ -197,6 +206,7 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
     if recording {
         run.mark_view_outputs(&outputs, &differentiable);
     }
+    forward_mode(&op, inputs, &outputs, &differentiable)?;
     if !any_needs {
         return Ok((outputs, None));
     }
@@ -211,6 +221,49 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
     }
     run.set_history(&node, &outputs, &differentiable);
     Ok((outputs, Some(node)))
+}
+
+/// Forward mode through a custom operation: its `jvp` gives the differentiable outputs' tangents
+/// (NOTE [Tangent propagation] in `forward.rs`), checked for count and shape.
+fn forward_mode<Op: CustomOp>(op: &Op, inputs: &[Tensor], outputs: &[Tensor], differentiable: &[bool]) -> Result<()> {
+    let input_refs: Vec<&Tensor> = inputs.iter().collect();
+    if !super::forward::active(&input_refs) {
+        return Ok(());
+    }
+    let output_refs: Vec<&Tensor> = outputs.iter().collect();
+    super::forward::propagate(&input_refs, &output_refs, |tangents| {
+        let tangents = tangents
+            .iter()
+            .zip(inputs)
+            .map(|(t, x)| match t {
+                Some(t) => Ok(t.clone()),
+                None => Tensor::zeros(x.shape(), x.dtype()),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let out = op.jvp(tangents)?;
+        if out.len() != outputs.len() {
+            return Err(Error::CustomFunction(format!(
+                "{}.jvp returned an incorrect number of tangents: expected {} (one per output of forward), got {}",
+                op.name(),
+                outputs.len(),
+                out.len()
+            )));
+        }
+        out.into_iter()
+            .zip(outputs)
+            .zip(differentiable)
+            .map(|((t, o), &d)| match t {
+                Some(t) if d && t.shape() != o.shape() => Err(Error::shape(format!(
+                    "Trying to set a forward gradient that has a different size than that of the original Tensor, \
+                     this is not supported. Tensor is of size {:?} while the given forward gradient is of size {:?}.",
+                    o.shape(),
+                    t.shape()
+                ))),
+                Some(t) if d => Ok(Some(t)),
+                _ => Ok(None),
+            })
+            .collect()
+    })
 }
 
 /// A custom operation's forward as it ran: the caller's inputs, the detached copies `forward` saw,

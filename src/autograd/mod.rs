@@ -15,6 +15,7 @@ pub(crate) mod accumulate;
 pub mod anomaly;
 pub mod custom;
 pub mod engine;
+pub mod forward;
 pub mod grad_mode;
 pub mod hooks;
 pub mod node;

@@ -33,13 +33,54 @@ pub(crate) fn record<B: Backward + 'static>(
     name: &'static str,
     inputs: &[&Tensor],
     outputs: &[&Tensor],
-    make: impl FnOnce() -> (B, Vec<Save>),
+    make: impl Fn() -> (B, Vec<Save>),
 ) {
-    if !needs_grad(inputs) || views_of_inference_tensors(outputs) {
-        return;
+    record_with_jvp(
+        name,
+        inputs,
+        outputs,
+        make,
+        None::<fn(&[Option<Tensor>]) -> crate::error::Result<Vec<Option<Tensor>>>>,
+    );
+}
+
+/// `record`, with the operation's own forward-mode rule `jvp`: the outputs' tangents from the
+/// inputs' tangents (`None` for an input without one at the level being computed; NOTE [Tangent
+/// propagation]). Without one, the rule is derived from
+/// the backward formula, and outputs that are views of an input get the view of its tangent).
+/// An error of the rule is raised with the operation's result (as a pack hook's is).
+pub(crate) fn record_with_jvp<B: Backward + 'static>(
+    name: &'static str,
+    inputs: &[&Tensor],
+    outputs: &[&Tensor],
+    make: impl Fn() -> (B, Vec<Save>),
+    jvp: Option<impl FnMut(&[Option<Tensor>]) -> crate::error::Result<Vec<Option<Tensor>>>>,
+) {
+    let node = if needs_grad(inputs) && !views_of_inference_tensors(outputs) {
+        let (formula, saves) = make();
+        Some(record_node(Cow::Borrowed(name), inputs, outputs, Box::new(formula), saves))
+    } else {
+        None
+    };
+    // Forward mode after recording, so that a rule reading an output reads it with its history
+    // (reverse-over-forward); the outputs the node saved then get their tangents
+    // (forward-over-reverse differentiates the backward formula, which reads them).
+    if super::forward::active(inputs) {
+        let result = match jvp {
+            Some(mut rule) => super::forward::propagate(inputs, outputs, &mut rule),
+            None => super::forward::propagate_views(inputs, outputs, |tangents| {
+                let (formula, saves) = super::forward::saving_all(&make);
+                let n = super::forward::formula_node(name, inputs, outputs, Box::new(formula), saves);
+                super::forward::jvp_from_backward(&n, inputs, outputs, tangents)
+            }),
+        };
+        if let Err(e) = result {
+            super::saved::set_pack_error(e);
+        }
+        if let Some(n) = &node {
+            super::forward::give_saved_outputs_tangents(n, outputs);
+        }
     }
-    let (formula, saves) = make();
-    record_node(Cow::Borrowed(name), inputs, outputs, Box::new(formula), saves);
 }
 
 /// Builds the node for `outputs = op(inputs)` and gives the outputs their history.
@@ -65,16 +106,34 @@ pub(crate) fn record_with_scalar<B: Backward + 'static>(
     name: &'static str,
     input: &Tensor,
     output: &Tensor,
-    make: impl FnOnce() -> (B, Vec<Save>),
+    make: impl Fn() -> (B, Vec<Save>),
+    jvp: Option<impl Fn(&Tensor) -> crate::error::Result<Tensor>>,
 ) {
-    if !needs_grad(&[input]) {
-        return;
+    let node = needs_grad(&[input]).then(|| {
+        let (formula, saves) = make();
+        let edges = vec![gradient_edge(input), None];
+        let input_meta = vec![Some(TensorMeta::of(input)), None];
+        let node = node_with_edges(Cow::Borrowed(name), edges, input_meta, &[output], Box::new(formula), saves);
+        output.set_history(node.clone(), 0);
+        node
+    });
+    if super::forward::active(&[input]) {
+        let result = super::forward::propagate(&[input], &[output], |tangents| {
+            if let (Some(rule), Some(t)) = (&jvp, &tangents[0]) {
+                return Ok(vec![Some(rule(t)?)]);
+            }
+            let tangents = [tangents[0].clone(), None];
+            let (formula, saves) = super::forward::saving_all(&make);
+            let n = super::forward::formula_node(name, &[input, input], &[output], Box::new(formula), saves);
+            super::forward::jvp_from_backward(&n, &[input], &[output], &tangents)
+        });
+        if let Err(e) = result {
+            super::saved::set_pack_error(e);
+        }
+        if let Some(n) = &node {
+            super::forward::give_saved_outputs_tangents(n, &[output]);
+        }
     }
-    let (formula, saves) = make();
-    let edges = vec![gradient_edge(input), None];
-    let input_meta = vec![Some(TensorMeta::of(input)), None];
-    let node = node_with_edges(Cow::Borrowed(name), edges, input_meta, &[output], Box::new(formula), saves);
-    output.set_history(node, 0);
 }
 
 /// Builds the node for `outputs = op(inputs)` without touching the outputs.

@@ -143,7 +143,7 @@ impl Prepared {
         }
         let saved_version = t.version();
         let Some(hooks) = current_hooks() else {
-            let data = Data::Plain(if is_output { t.detach() } else { t.clone() });
+            let data = Data::Plain(if is_output { super::forward::detach_keeping_tangents(t) } else { t.clone() });
             return Ok(Prepared { data, saved_version, had_grad_fn: !is_output && t.grad_fn().is_some() });
         };
         let given = if is_output { t.detach() } else { t.clone() };
@@ -212,6 +212,11 @@ impl SavedTensor {
         }
     }
 
+    /// Which output of the saving node this is, if it is one.
+    pub(crate) fn output_nr(&self) -> Option<usize> {
+        self.output_of.as_ref().map(|(_, i)| *i)
+    }
+
     /// The saved data without a version check, when kept as it is (None when a pack hook holds it).
     pub fn peek(&self) -> Option<&Tensor> {
         match &self.data {
@@ -277,7 +282,7 @@ impl SavedTensor {
         match &self.output_of {
             None => Ok(t),
             Some((node, nr)) => {
-                let t = t.detach();
+                let t = super::forward::detach_keeping_tangents(&t);
                 if let Some(node) = node.upgrade() {
                     t.set_history(node, *nr);
                 }

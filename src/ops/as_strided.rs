@@ -52,6 +52,7 @@ impl Region {
     pub(crate) fn read(&self, g_base: &Tensor) -> Result<Tensor> {
         let out = self.relayout(g_base, &self.base, &self.view, None)?;
         record_if(g_base, &out, "AsStridedBackward", || Box::new(RegionWrite(self.clone())));
+        linear_tangent(g_base, &out, |t| self.read(t))?;
         Ok(out)
     }
 
@@ -59,6 +60,7 @@ impl Region {
     pub(crate) fn write(&self, g_view: &Tensor) -> Result<Tensor> {
         let out = self.relayout(g_view, &self.view, &self.base, None)?;
         record_if(g_view, &out, "AsStridedScatterBackward", || Box::new(RegionRead(self.clone())));
+        linear_tangent(g_view, &out, |t| self.write(t))?;
         Ok(out)
     }
 
@@ -66,6 +68,7 @@ impl Region {
     pub(crate) fn clear(&self, g_base: &Tensor) -> Result<Tensor> {
         let out = self.relayout(g_base, &self.base, &self.base, Some(&self.view))?;
         record_if(g_base, &out, "MaskedFillBackward", || Box::new(RegionClear(self.clone())));
+        linear_tangent(g_base, &out, |t| self.clear(t))?;
         Ok(out)
     }
 }
@@ -83,6 +86,14 @@ fn sum_repeats(src: &Tensor, layout: &Layout) -> Result<(Tensor, Layout)> {
         once.shape[d as usize] = 1;
     }
     Ok((src.sum(Some(&repeated), true)?, once))
+}
+
+/// Forward mode of a linear operation `out = op(input)`: the tangent is `op(tangent)`.
+fn linear_tangent(input: &Tensor, out: &Tensor, op: impl Fn(&Tensor) -> Result<Tensor>) -> Result<()> {
+    if !crate::autograd::forward::active(&[input]) {
+        return Ok(());
+    }
+    crate::autograd::forward::propagate(&[input], &[out], |t| Ok(vec![t[0].as_ref().map(&op).transpose()?]))
 }
 
 fn record_if(input: &Tensor, out: &Tensor, name: &'static str, formula: impl FnOnce() -> Box<dyn Backward>) {

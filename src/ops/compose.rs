@@ -460,7 +460,9 @@ impl Tensor {
         let layout = Layout { shape, strides, offset: l.offset + start };
         let out = self.alias_with_layout(layout);
         let input_shape = self.shape().to_vec();
-        record("DiagonalBackward", &[self], &[&out], || (DiagonalBackward { input_shape, offset, d1, d2 }, vec![]));
+        record("DiagonalBackward", &[self], &[&out], || {
+            (DiagonalBackward { input_shape: input_shape.clone(), offset, d1, d2 }, vec![])
+        });
         Ok(out)
     }
 

@@ -123,6 +123,16 @@ impl Tensor {
         // this very write is about to change (an operand that requires grad may need it saved even
         // when this tensor does not require grad: `a.mul_(b)` saves `a` for `b`'s gradient).
         let old = if recording { self.old_value_for_write()? } else { self.detach() };
+        // Forward mode: the old value carries (a copy of) this tensor's tangents, so that the new
+        // value's tangent is computed by the out-of-place operation (NOTE [Tangent propagation]); a
+        // copy, as the write below updates the tangent in place and the new value's node may have
+        // saved the old value with its tangent.
+        let levels = crate::autograd::forward::visible_levels();
+        for (_, id) in &levels {
+            if let Some(t) = self.tangent_at(*id) {
+                old.set_tangent_at(*id, Some(t.clone_tensor()?));
+            }
+        }
         let new = compute(&old)?;
         // A saved-tensor pack hook that failed while the new value was recorded: refused before
         // the memory is written.
@@ -147,6 +157,9 @@ impl Tensor {
         }
         super::kernel::write_into(self, &new)?;
         self.storage().bump_version(Cow::Borrowed(op), anomaly::current_location());
+        for (_, id) in &levels {
+            crate::autograd::forward::write_tangent(self, *id, new.tangent_at(*id))?;
+        }
         if recording {
             let new = if new.shape() != self.shape() { new.expand(self.shape())? } else { new };
             let new = if new.dtype() != self.dtype() { new.to_dtype(self.dtype())? } else { new };
@@ -189,7 +202,10 @@ impl Tensor {
     /// `apply_inplace`.
     fn binary_(&self, other: &Tensor, op: Binary, name: &'static str) -> Result<()> {
         self.check_operand_overlap(other)?;
-        if !self.fast_inplace_ok(other.requires_grad(), other.dtype()) || self.shares_storage(other) {
+        if !self.fast_inplace_ok(other.requires_grad(), other.dtype())
+            || self.shares_storage(other)
+            || other.has_visible_tangent()
+        {
             return self.apply_inplace(name, &[other], |s| s.binary(other, op));
         }
         self.check_inplace(name, false)?;
@@ -252,7 +268,11 @@ impl Tensor {
     /// will be recorded.
     fn fast_inplace_ok(&self, other_requires_grad: bool, result_dtype: crate::DType) -> bool {
         let recording = self.inplace_records(&[]) || (is_grad_enabled() && other_requires_grad);
-        !recording && self.dtype().is_float() && result_dtype == self.dtype() && self.layout().is_contiguous()
+        !recording
+            && self.dtype().is_float()
+            && result_dtype == self.dtype()
+            && self.layout().is_contiguous()
+            && !self.has_visible_tangent()
     }
 
     /// Runs `f` over this (contiguous) tensor's elements under the write lock, then bumps the version.

@@ -12,7 +12,7 @@
 
 use super::formula::{Need, SingleOutput};
 use crate::autograd::node::Node;
-use crate::autograd::record::{record, Save};
+use crate::autograd::record::{record_with_jvp, Save};
 use crate::dispatch_float;
 use crate::error::{Error, Result};
 use crate::tensor::element::Float;
@@ -157,14 +157,29 @@ impl SingleOutput for MmBackward {
 
 struct BmmBackward;
 
+/// Forward mode of a product: `d(a b) = da b + a db` (`product` is the product itself).
+fn product_jvp(
+    tangents: &[Option<Tensor>],
+    a: &Tensor,
+    b: &Tensor,
+    product: fn(&Tensor, &Tensor) -> Result<Tensor>,
+) -> Result<Vec<Option<Tensor>>> {
+    let left = tangents[0].as_ref().map(|ta| product(ta, b)).transpose()?;
+    let right = tangents[1].as_ref().map(|tb| product(a, tb)).transpose()?;
+    Ok(vec![match (left, right) {
+        (Some(l), Some(r)) => Some(l.add(&r)?),
+        (l, r) => l.or(r),
+    }])
+}
+
 /// What a product `a @ b` saves: `b` when `a` needs a gradient, `a` when `b` does (in that order), so
 /// that an in-place write to an operand whose value no gradient needs does not invalidate the graph.
 fn product_saves(a: &Tensor, b: &Tensor) -> Vec<Save> {
     let mut saves = Vec::new();
-    if a.requires_grad() {
+    if crate::autograd::forward::wants_grad(a) {
         saves.push(Save::Input(b.clone()));
     }
-    if b.requires_grad() {
+    if crate::autograd::forward::wants_grad(b) {
         saves.push(Save::Input(a.clone()));
     }
     saves
@@ -208,7 +223,8 @@ impl Tensor {
         } else {
             dispatch_float!(dt, "mm", T => gemm_batched::<T>(&a, &b, 1, m, k, n)?)
         };
-        record("MmBackward", &[&a, &b], &[&out], || (MmBackward, product_saves(&a, &b)));
+        let jvp = |t: &[Option<Tensor>]| product_jvp(t, &a, &b, Tensor::mm);
+        record_with_jvp("MmBackward", &[&a, &b], &[&out], || (MmBackward, product_saves(&a, &b)), Some(jvp));
         Ok(out)
     }
 
@@ -233,7 +249,8 @@ impl Tensor {
         } else {
             dispatch_float!(dt, "bmm", T => gemm_batched::<T>(&a, &b, batch, m, k, n)?)
         };
-        record("BmmBackward", &[&a, &b], &[&out], || (BmmBackward, product_saves(&a, &b)));
+        let jvp = |t: &[Option<Tensor>]| product_jvp(t, &a, &b, Tensor::bmm);
+        record_with_jvp("BmmBackward", &[&a, &b], &[&out], || (BmmBackward, product_saves(&a, &b)), Some(jvp));
         Ok(out)
     }
 

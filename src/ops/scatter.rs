@@ -57,7 +57,7 @@ fn positions(shape: &[usize]) -> Result<Tensor> {
 /// A value that is `exact` with the gradient of `surrogate`: `exact + (s - s.detach())`, the
 /// difference taken as zero where `s` is not finite.
 fn with_gradient_of(exact: &Tensor, surrogate: &Tensor) -> Result<Tensor> {
-    if !surrogate.requires_grad() {
+    if !crate::autograd::forward::wants_grad(surrogate) {
         return Ok(exact.clone());
     }
     let delta = surrogate.sub(&surrogate.detach())?;
@@ -321,7 +321,9 @@ impl Tensor {
             }
             (Tensor::from_vec(exact, &[n])?, w_self, w_src)
         });
-        if !flat.dtype().is_float() || !(flat.requires_grad() || s.requires_grad()) {
+        if !flat.dtype().is_float()
+            || !(crate::autograd::forward::wants_grad(flat) || crate::autograd::forward::wants_grad(s))
+        {
             return Ok(exact);
         }
         let dt = flat.dtype();

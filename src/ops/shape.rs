@@ -16,6 +16,7 @@ use crate::tensor::layout::{fmt_shape, infer_shape, wrap_dim, Layout};
 use crate::tensor::Tensor;
 
 /// The backward of every shape operation: one variant per way of undoing it.
+#[derive(Clone)]
 enum ShapeBackward {
     /// Back to the input's shape (reshape, view, flatten, squeeze).
     Reshape(Vec<usize>),
@@ -81,7 +82,8 @@ fn as_isize(s: &[usize]) -> Vec<isize> {
 impl Tensor {
     fn view_with(&self, layout: Layout, name: &'static str, formula: impl FnOnce() -> ShapeBackward) -> Tensor {
         let out = self.alias_with_layout(layout);
-        record(name, &[self], &[&out], || (formula(), vec![]));
+        let formula = formula();
+        record(name, &[self], &[&out], || (formula.clone(), vec![]));
         out
     }
 
@@ -343,7 +345,7 @@ impl Tensor {
         let inputs: Vec<Tensor> = tensors.iter().map(|t| t.to_dtype(dtype)).collect::<Result<_>>()?;
         let refs: Vec<&Tensor> = inputs.iter().collect();
         let sizes: Vec<usize> = tensors.iter().map(|t| t.shape()[d]).collect();
-        record("CatBackward", &refs, &[&out], || (ShapeBackward::Cat { dim: d, sizes }, vec![]));
+        record("CatBackward", &refs, &[&out], || (ShapeBackward::Cat { dim: d, sizes: sizes.clone() }, vec![]));
         Ok(out)
     }
 

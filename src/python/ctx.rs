@@ -59,6 +59,10 @@ pub struct PyCtx {
     pub(crate) clear_on_access: bool,
     /// Whether `saved_tensors` (0) and `saved_variables` (1) were read after forward.
     accessed: [bool; 2],
+    /// What `save_for_forward` received: `saved_tensors` inside `jvp` (freed after it runs).
+    pub(crate) for_forward: Option<Vec<Py<PyAny>>>,
+    /// True while `jvp` runs.
+    pub(crate) in_jvp: bool,
 }
 
 impl PyCtx {
@@ -79,6 +83,8 @@ impl PyCtx {
             output_refs: Vec::new(),
             clear_on_access: false,
             accessed: [false; 2],
+            for_forward: None,
+            in_jvp: false,
         }
     }
 
@@ -249,8 +255,40 @@ impl PyCtx {
         Ok(())
     }
 
+    /// Keeps tensors (or None) for `jvp`, where `saved_tensors` returns them.
+    #[pyo3(signature = (*tensors))]
+    fn save_for_forward(&mut self, tensors: &Bound<'_, PyTuple>) -> PyResult<()> {
+        if !self.in_forward {
+            return Err(crate::error::Error::CustomFunction(
+                "save_for_forward can only be called inside forward (or setup_context)".into(),
+            )
+            .into());
+        }
+        if tensors.iter().any(|t| !t.is_none() && t.cast::<PyTensor>().is_err()) {
+            return Err(crate::error::Error::Type(
+                "save_for_forward expects all arguments to be tensors; you should save non-tensors as attributes \
+                 on ctx."
+                    .into(),
+            )
+            .into());
+        }
+        self.for_forward = Some(tensors.iter().map(Bound::unbind).collect());
+        Ok(())
+    }
+
     #[getter]
     fn saved_tensors<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let for_jvp = {
+            let c = slf.try_borrow()?;
+            if c.in_jvp {
+                Some(c.for_forward.as_ref().map(|v| v.iter().map(|o| o.clone_ref(slf.py())).collect::<Vec<_>>()))
+            } else {
+                None
+            }
+        };
+        if let Some(values) = for_jvp {
+            return PyTuple::new(slf.py(), values.unwrap_or_default());
+        }
         let positional = PyCtx::unpack(slf)?.0;
         PyCtx::count_access(slf, 0, "saved_tensors")?;
         Ok(positional)
@@ -330,11 +368,15 @@ impl PyCtx {
                 }
             }
         }
+        for v in self.for_forward.iter().flatten() {
+            visit.call(v)?;
+        }
         Ok(())
     }
 
     fn __clear__(&mut self) {
         self.to_save = None;
         self.packed = None;
+        self.for_forward = None;
     }
 }

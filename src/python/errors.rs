@@ -26,6 +26,7 @@ impl From<Error> for PyErr {
             e @ Error::SliceStep { .. } => PyValueError::new_err(e.to_string()),
             Error::InvalidArgument(m) => PyValueError::new_err(m),
             Error::OutOfMemory(m) => PyMemoryError::new_err(m),
+            Error::NotImplemented(m) => pyo3::exceptions::PyNotImplementedError::new_err(m),
             // No arguments, as the KeyboardInterrupt of Python's default SIGINT handler.
             Error::Interrupted => pyo3::exceptions::PyKeyboardInterrupt::new_err(()),
             Error::SavedTensorModified(info) => {

@@ -195,6 +195,62 @@ impl PyFunctionOp {
         Ok(outputs)
     }
 
+    /// Calls the class's `jvp(ctx, *tangents)`: one tangent per argument of forward (None for the
+    /// arguments that are not tensors), one tangent back per tensor output.
+    fn jvp_py(&self, py: Python<'_>, tangents: Vec<Tensor>) -> PyResult<Result<Vec<Option<Tensor>>>> {
+        let mut call: Vec<Py<PyAny>> = Vec::with_capacity(self.names.len() + 1);
+        call.push(self.ctx.clone_ref(py).into_any());
+        let mut tangents = tangents.into_iter();
+        for j in 0..self.names.len() {
+            let t = if self.tensor_pos.contains(&j) { tangents.next() } else { None };
+            call.push(match t {
+                Some(t) => PyTensor::wrap(py, t)?.into_any(),
+                None => py.None(),
+            });
+        }
+        let ctx = self.ctx.bind(py);
+        ctx.try_borrow_mut()?.in_jvp = true;
+        let result = self.cls.bind(py).getattr(intern!(py, "jvp")).and_then(|f| f.call1(PyTuple::new(py, call)?));
+        let dropped = {
+            let mut c = ctx.try_borrow_mut()?;
+            c.in_jvp = false;
+            c.for_forward.take()
+        };
+        drop(dropped);
+        let result = result?;
+        let items: Vec<Bound<'_, PyAny>> = if let Ok(t) = result.cast::<PyTuple>() {
+            t.iter().collect()
+        } else if let Ok(l) = result.cast::<PyList>() {
+            l.iter().collect()
+        } else {
+            vec![result]
+        };
+        // One per value forward returned; the tangents of its non-tensor values are dropped.
+        let items: Vec<Bound<'_, PyAny>> = if items.len() == self.output_is_tensor.len() {
+            items.into_iter().zip(&self.output_is_tensor).filter(|(_, &t)| t).map(|(i, _)| i).collect()
+        } else {
+            items
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            if item.is_none() {
+                out.push(None);
+                continue;
+            }
+            match item.cast::<PyTensor>() {
+                Ok(t) => out.push(Some(t.get().inner.clone())),
+                Err(_) => {
+                    return Ok(Err(Error::CustomFunction(format!(
+                        "function {}.jvp returned a value of type {} as a tangent; expected a Tensor or None",
+                        self.name,
+                        item.get_type().name()?
+                    ))))
+                }
+            }
+        }
+        Ok(Ok(out))
+    }
+
     fn backward_py(&self, py: Python<'_>, grads: Vec<Option<Tensor>>) -> PyResult<Result<Vec<Option<Tensor>>>> {
         let mut call: Vec<Py<PyAny>> = Vec::with_capacity(grads.len() + 1);
         call.push(self.ctx.clone_ref(py).into_any());
@@ -301,6 +357,10 @@ impl CustomOp for PyFunctionOp {
 
     fn once_differentiable(&self) -> bool {
         self.once
+    }
+
+    fn jvp(&self, tangents: Vec<Tensor>) -> Result<Vec<Option<Tensor>>> {
+        Python::attach(|py| self.jvp_py(py, tangents)).map_err(external)?
     }
 
     fn parallel_safe(&self) -> bool {

@@ -7,6 +7,7 @@ mod convert;
 mod ctx;
 mod errors;
 mod factories;
+mod forward;
 mod function;
 mod gateway;
 mod helpers;
@@ -55,6 +56,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tensor_scatter::register(m)?;
     linalg::register(m)?;
     tensor_exchange::register(m)?;
+    forward::register(m)?;
     autograd::install_hooks();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);
     Ok(())

@@ -72,6 +72,8 @@ pub struct AutogradMeta {
     pub(crate) view_version: Option<u64>,
     /// For a view: how it was made, which decides what an in-place write to it may do.
     pub(crate) view_creation: ViewCreation,
+    /// Forward-mode tangents, by dual level id (NOTE [Dual levels] in `autograd/forward.rs`).
+    pub(crate) tangents: Vec<(u64, Tensor)>,
 }
 
 /// How a view was made (PyTorch's `CreationMeta`). Only a view made by a built-in operation with
@@ -403,7 +405,8 @@ impl Tensor {
             m.requires_grad = false;
             m.retains_grad = false;
             m.output_nr = 0;
-            m.grad_fn.take()
+            // Forward mode too: a tensor detached in place has no tangent (as in PyTorch).
+            (m.grad_fn.take(), std::mem::take(&mut m.tangents))
         };
         // Dropped after the lock (NOTE [No Python under a tensor lock]).
         drop(old);

@@ -12,7 +12,7 @@ from .._dot import to_dot
 from .._function import Function, FunctionCtx, once_differentiable
 from .._grad_mode import set_grad_enabled
 from .._gradcheck import GradcheckError, gradcheck, gradgradcheck
-from . import functional, graph  # functional: issue 18's vjp, jvp, jacobian, hessian, hvp, vhp
+from . import forward_ad, functional, graph  # functional: issue 18's vjp, jvp, jacobian, hessian, hvp, vhp
 
 if TYPE_CHECKING:
     from typing_extensions import TypeAlias
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Function", "FunctionCtx", "once_differentiable", "grad", "backward", "detect_anomaly",
     "is_anomaly_enabled", "gradcheck", "gradgradcheck", "GradcheckError", "to_dot", "graph",
-    "queue_callback", "Variable", "functional",
+    "queue_callback", "Variable", "functional", "forward_ad",
 ]
 
 

@@ -3,7 +3,7 @@
 
 use super::compare::{Cmp, Logical};
 use crate::autograd::node::Node;
-use crate::autograd::record::{record, record_with_scalar, Save};
+use crate::autograd::record::{record, record_with_jvp, record_with_scalar, Save};
 use crate::dispatch_float;
 use crate::error::{Error, Result};
 use crate::ops::formula::{Need, SingleOutput};
@@ -112,6 +112,31 @@ impl BinaryBackward {
         let out = keep(keep_out, Save::Output(0));
         (BinaryBackward { op, a, b, out }, saves)
     }
+}
+
+/// Forward mode of `+ - * /`: `da ± db`, `da b + a db`, `da / b - db out / b`, broadcast to the
+/// output's shape.
+fn binary_jvp(op: Binary, t: &[Option<Tensor>], a: &Tensor, b: &Tensor, out: &Tensor) -> Result<Vec<Option<Tensor>>> {
+    let (ta, tb) = (&t[0], &t[1]);
+    let left = match op {
+        Binary::Add | Binary::Sub => ta.clone(),
+        Binary::Mul => ta.as_ref().map(|t| t.mul(b)).transpose()?,
+        _ => ta.as_ref().map(|t| t.div(b)).transpose()?,
+    };
+    let right = match op {
+        Binary::Add => tb.clone(),
+        Binary::Sub => tb.as_ref().map(|t| t.neg()).transpose()?,
+        Binary::Mul => tb.as_ref().map(|t| a.mul(t)).transpose()?,
+        _ => tb.as_ref().map(|t| t.mul(out)?.div(b)?.neg()).transpose()?,
+    };
+    let sum = match (left, right) {
+        (Some(l), Some(r)) => l.add(&r)?,
+        (Some(l), None) => l,
+        (None, Some(r)) => r,
+        (None, None) => return Ok(vec![None]),
+    };
+    let sum = if sum.shape() != out.shape() { sum.expand(out.shape())?.contiguous()? } else { sum };
+    Ok(vec![Some(sum)])
 }
 
 /// The saved value at `slot`, which the formula's own save rule guarantees is there.
@@ -357,9 +382,22 @@ impl Tensor {
         let a = self.to_dtype(dt)?;
         let b = other.to_dtype(dt)?;
         let out = op.kernel(&a, &b)?;
-        record(op.node_name(), &[&a, &b], &[&out], || {
-            BinaryBackward::new(op, &a, &b, a.requires_grad(), b.requires_grad())
-        });
+        let make = || {
+            BinaryBackward::new(
+                op,
+                &a,
+                &b,
+                crate::autograd::forward::wants_grad(&a),
+                crate::autograd::forward::wants_grad(&b),
+            )
+        };
+        if op == Binary::Pow {
+            // forward mode derived from the backward formula (its special cases at 0)
+            record(op.node_name(), &[&a, &b], &[&out], make);
+        } else {
+            let jvp = |t: &[Option<Tensor>]| binary_jvp(op, t, &a, &b, &out);
+            record_with_jvp(op.node_name(), &[&a, &b], &[&out], make, Some(jvp));
+        }
         Ok(out)
     }
 
@@ -398,8 +436,17 @@ impl Tensor {
             };
             (ScalarBackward { op, s: s.as_f64() }, saves)
         };
+        // Forward mode of the linear ones: the tangent through the same operation's linear part.
+        let linear = |t: &Tensor| match op {
+            ScalarOp::Mul => t.mul_scalar(s),
+            ScalarOp::Div => t.div_scalar(s),
+            _ => Ok(t.clone()),
+        };
         if op.scalar_has_slot() {
-            record_with_scalar(op.node_name(), &x, &out, make);
+            record_with_scalar(op.node_name(), &x, &out, make, Some(linear));
+        } else if op == ScalarOp::RSub {
+            let jvp = |t: &[Option<Tensor>]| t[0].as_ref().map(|t| t.neg()).transpose().map(|t| vec![t]);
+            record_with_jvp(op.node_name(), &[&x], &[&out], make, Some(jvp));
         } else {
             record(op.node_name(), &[&x], &[&out], make);
         }

@@ -306,7 +306,7 @@ impl Tensor {
             let both = vec![Save::Input(a.clone()), Save::Input(b.clone())];
             let saves = match row.keep {
                 Keep::Both => both,
-                Keep::ForOther if b.requires_grad() => both,
+                Keep::ForOther if crate::autograd::forward::wants_grad(&b) => both,
                 _ => vec![],
             };
             (PairwiseBackward(op), saves)

@@ -9,7 +9,7 @@ use super::compare::{Cmp, Logical};
 use super::special::Special;
 use super::zero_like;
 use crate::autograd::node::Node;
-use crate::autograd::record::{record, Save};
+use crate::autograd::record::{record_with_jvp, Save};
 use crate::dispatch_float;
 use crate::error::{Error, Result};
 use crate::ops::formula::{Need, SingleOutput};
@@ -230,10 +230,8 @@ pub(crate) struct Entry {
     forward: Kernel,
     keep: Keep,
     backward: Formula,
-    // Forward mode (a jvp rule) sits here when it comes: the output's tangent from the input's
-    // tangent and the same kept values. For an element-wise operation the Jacobian is diagonal,
-    // so that rule is `backward` with the tangent in place of `g`; a separate field is only
-    // needed where a cheaper form exists.
+    // Forward mode: the output's tangent is `backward` with the input's tangent in place of `g`
+    // (the Jacobian is diagonal), applied in `Tensor::unary`; no row needs a cheaper form yet.
 }
 
 /// A float kernel from one expression in `x`, whose type is `T` (`f32` or `f64`): the same
@@ -640,7 +638,14 @@ impl Tensor {
                     Some(out) => out,
                     None => (row.forward)(self)?,
                 };
-                record(row.name, &[self], &[&out], || (UnaryBackward(op), row.keep.saves(self)));
+                // Forward mode: the Jacobian is diagonal, so the tangent is the backward formula
+                // with the input's tangent in place of the output's gradient.
+                let jvp = |tangents: &[Option<Tensor>]| -> Result<Vec<Option<Tensor>>> {
+                    let Some(t) = &tangents[0] else { return Ok(vec![None]) };
+                    let kept = Kept { x: Some(self.clone()), y: Some(out.clone()) };
+                    Ok(vec![Some((row.backward)(t, &kept)?)])
+                };
+                record_with_jvp(row.name, &[self], &[&out], || (UnaryBackward(op), row.keep.saves(self)), Some(jvp));
                 Ok(out)
             }
         }

@@ -1,0 +1,68 @@
+//! Forward-mode AD bindings (`tapegrad.autograd.forward_ad` builds on these): dual levels, dual
+//! tensors. See NOTE [Dual levels] in `autograd/forward.rs`.
+
+use pyo3::prelude::*;
+
+use super::gateway::{enter, enter_tensor, Cost};
+use super::tensor::{expect_tensor, PyTensor};
+use crate::autograd::forward;
+
+/// Enters a new dual level; returns its index.
+#[pyfunction]
+fn _enter_dual_level() -> usize {
+    forward::enter_level()
+}
+
+/// Exits dual level `level` (the last one by default).
+#[pyfunction]
+#[pyo3(signature = (level=None))]
+fn _exit_dual_level(py: Python<'_>, level: Option<i64>) -> PyResult<()> {
+    enter(py, Cost::Metadata, || forward::exit_level(level))
+}
+
+/// The number of live dual levels.
+#[pyfunction]
+fn _dual_level_count() -> usize {
+    forward::level_count()
+}
+
+/// A dual tensor: a view of `primal` carrying `tangent` at `level`.
+#[pyfunction]
+#[pyo3(signature = (primal, tangent, level=None))]
+fn _make_dual(
+    py: Python<'_>,
+    primal: &Bound<'_, PyAny>,
+    tangent: &Bound<'_, PyAny>,
+    level: Option<i64>,
+) -> PyResult<Py<PyAny>> {
+    let p = expect_tensor(primal, "primal")?;
+    let t = expect_tensor(tangent, "tangent")?;
+    enter_tensor(py, Cost::Elements(p.numel()), move || p.make_dual(&t, level))
+}
+
+/// `(primal, tangent)` of a tensor at `level` (tangent None when it has none).
+#[pyfunction]
+#[pyo3(signature = (tensor, level=None))]
+fn _unpack_dual(
+    py: Python<'_>,
+    tensor: &Bound<'_, PyAny>,
+    level: Option<i64>,
+) -> PyResult<(Py<PyAny>, Option<Py<PyAny>>)> {
+    let x = expect_tensor(tensor, "tensor")?;
+    let (primal, tangent) = enter(py, Cost::Metadata, move || Ok((x.primal(level)?, x.tangent(level)?)))?;
+    let primal = PyTensor::wrap(py, primal)?.into_any();
+    let tangent = match tangent {
+        Some(t) => Some(PyTensor::wrap(py, t)?.into_any()),
+        None => None,
+    };
+    Ok((primal, tangent))
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_enter_dual_level, m)?)?;
+    m.add_function(wrap_pyfunction!(_exit_dual_level, m)?)?;
+    m.add_function(wrap_pyfunction!(_dual_level_count, m)?)?;
+    m.add_function(wrap_pyfunction!(_make_dual, m)?)?;
+    m.add_function(wrap_pyfunction!(_unpack_dual, m)?)?;
+    Ok(())
+}

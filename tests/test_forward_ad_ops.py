@@ -1,0 +1,93 @@
+"""Forward mode over the operation table of ``test_ops_grad.py`` (every differentiable operation and
+spelling, the same draws and layouts): for each example, random tangents ``t`` for the inputs, and the
+output's tangent (``forward_ad``) is checked
+
+1. against float64 central differences along ``t``: ``(f(x + eps t) - f(x - eps t)) / 2 eps``;
+2. against reverse mode: ``<g, J t>`` (forward) equals ``<J^T g, t>`` (backward, from ``.grad``) for a
+   random upstream ``g``;
+
+and the output's value must not change when the inputs are dual.
+"""
+
+import numpy as np
+import pytest
+from fd_inputs import draw_operands, normal
+from hypothesis import given
+from hypothesis import strategies as st
+from test_ops_grad import OPS, SETTINGS
+
+import tapegrad as tg
+import tapegrad.autograd.forward_ad as fwAD
+
+EPS = 1e-6
+
+
+@pytest.mark.parametrize("op", OPS, ids=[o.name for o in OPS])
+@SETTINGS
+@given(data=st.data())
+def test_forward_mode(op, data):
+    arrays, params, inputs, leaves = draw_operands(op, data)
+    tangents = [normal(data, inp.fd_array.shape, f"tangent {i}") for i, inp in enumerate(inputs)]
+
+    with fwAD.dual_level():
+        duals = [fwAD.make_dual(leaf, tg.tensor(t)) for leaf, t in zip(leaves, tangents)]
+        out = op.f(*[inp.use(d) for inp, d in zip(inputs, duals)], **params)
+        primal, tangent = fwAD.unpack_dual(out)
+        assert tangent is not None, "the output has no tangent"
+        assert tangent.shape == out.shape
+        jt = tangent.detach().numpy()
+        value = primal.detach().numpy()
+
+    expected = np.asarray(op.ref(*arrays, **params), dtype=np.float64)
+    np.testing.assert_allclose(value, expected, rtol=1e-12, atol=1e-12)
+
+    # 1. central differences along the tangents
+    def at(sign):
+        ts = [tg.tensor(inp.fd_array + sign * EPS * t) for inp, t in zip(inputs, tangents)]
+        return op.f(*[inp.use(x) for inp, x in zip(inputs, ts)], **params).detach().numpy()
+
+    fd = (at(1.0) - at(-1.0)) / (2 * EPS)
+    np.testing.assert_allclose(jt, fd, rtol=1e-5, atol=1e-6, err_msg="forward mode vs finite differences")
+
+    # 2. reverse mode: <g, J t> == <J^T g, t>
+    g = normal(data, expected.shape, "upstream seed")
+    fresh = [inp.leaf() for inp in inputs]
+    op.f(*[inp.use(x) for inp, x in zip(inputs, fresh)], **params).backward(tg.tensor(g))
+    reverse = sum(float((x.grad.numpy() * t).sum()) for x, t in zip(fresh, tangents) if x.grad is not None)
+    np.testing.assert_allclose(float((g * jt).sum()), reverse, rtol=1e-8, atol=1e-8,
+                               err_msg="forward mode vs reverse mode")
+
+
+@pytest.mark.parametrize("op", OPS, ids=[o.name for o in OPS])
+@SETTINGS
+@given(data=st.data())
+def test_forward_over_reverse(op, data):
+    """The tangent formulas are recorded, and saved values carry their tangents: the tangent of a gradient
+    computed with ``create_graph=True`` (forward-over-reverse, how ``hessian = jacfwd(jacrev(f))`` works) is the
+    Hessian-vector product that reverse-over-reverse gives, for ``sum(g * f(x))``."""
+    arrays, params, inputs, _ = draw_operands(op, data)
+    tangents = [normal(data, inp.fd_array.shape, f"tangent {i}") for i, inp in enumerate(inputs)]
+    expected = np.asarray(op.ref(*arrays, **params), dtype=np.float64)
+    g = tg.tensor(normal(data, expected.shape, "upstream seed"))
+
+    def grads(leaves):
+        out = op.f(*[inp.use(x) for inp, x in zip(inputs, leaves)], **params)
+        return tg.autograd.grad((out * g).sum(), leaves, create_graph=True, allow_unused=True)
+
+    # reverse over reverse: d/dx <grad(x), t>
+    leaves = [inp.leaf() for inp in inputs]
+    first = grads(leaves)
+    inner = sum((gr * tg.tensor(t)).sum() for gr, t in zip(first, tangents) if gr is not None)
+    if not isinstance(inner, tg.Tensor) or not inner.requires_grad:
+        return  # a gradient that does not depend on the inputs (a linear operation): nothing to compare
+    rr = tg.autograd.grad(inner, leaves, allow_unused=True)
+
+    with fwAD.dual_level():
+        leaves = [inp.leaf() for inp in inputs]
+        duals = [fwAD.make_dual(x, tg.tensor(t)) for x, t in zip(leaves, tangents)]
+        first = grads(duals)
+        fr = [None if gr is None else fwAD.unpack_dual(gr).tangent for gr in first]
+    for i, (a, b) in enumerate(zip(fr, rr)):
+        a = np.zeros(inputs[i].fd_array.shape) if a is None else a.detach().numpy()
+        b = np.zeros(inputs[i].fd_array.shape) if b is None else b.numpy()
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10, err_msg=f"Hessian-vector product of input {i}")
