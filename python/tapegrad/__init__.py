@@ -167,23 +167,32 @@ from ._tapegrad import (
     dtype,
     empty,
     eye,
+    bfloat16,
+    float16,
     float32,
     float64,
     from_numpy,
     full,
     hstack,
+    int8,
+    int16,
+    int32,
     int64,
     manual_seed,
     meshgrid,
     ones,
+    promote_types,
     rand,
     randn,
+    result_type,
     set_printoptions,
     stack,
     tensor,
+    uint8,
     vstack,
     zeros,
 )
+from ._dtype_info import finfo, iinfo
 from ._types import max_result as _max_result
 
 # The helpers the native code calls, handed over once (src/python/helpers.rs).
@@ -261,6 +270,9 @@ addcdiv = _C.addcdiv
 float = float32
 double = float64
 long = int64
+half = float16
+int = int32
+short = int16
 
 __version__ = "0.1.0"
 
@@ -298,6 +310,8 @@ def numel(input: Tensor) -> int:
 __all__ = [
     # tensors and dtypes
     "Tensor", "dtype", "device", "float32", "float64", "int64", "bool", "float", "double", "long",
+    "uint8", "int8", "int16", "int32", "float16", "bfloat16", "half", "int", "short",
+    "result_type", "promote_types", "finfo", "iinfo",
     "cuda_is_available", "cuda", "is_tensor", "numel", "set_printoptions",
     # factories
     "tensor", "from_numpy", "zeros", "ones", "empty", "randn", "rand", "full", "arange", "eye",

@@ -13,7 +13,7 @@
 use super::formula::{Need, SingleOutput};
 use crate::autograd::node::Node;
 use crate::autograd::record::{record, Save};
-use crate::dispatch_float;
+
 use crate::error::{Error, Result};
 use crate::tensor::element::Float;
 use crate::tensor::layout::{broadcast_shapes, fmt_shape};
@@ -113,6 +113,26 @@ fn gemm_batched<T: Gemm>(a: &Tensor, b: &Tensor, batch: usize, m: usize, k: usiz
     Tensor::from_vec(out, &out_shape(a.ndim(), batch, m, n))
 }
 
+/// Runs a matrix-product kernel written for int64 and the floats on operands of `dt`: narrow
+/// integers compute in int64 and wrap back (exact, as products and sums wrap modulo the width),
+/// float16 and bfloat16 in float32, rounded once (NOTE [Half-precision compute]).
+fn product_kernel(
+    a: &Tensor,
+    b: &Tensor,
+    dt: crate::DType,
+    kernel: impl Fn(&Tensor, &Tensor, crate::DType) -> Result<Tensor>,
+) -> Result<Tensor> {
+    let wide = if dt.is_int() {
+        crate::DType::Int64
+    } else if dt.is_half() {
+        crate::DType::Float32
+    } else {
+        return kernel(a, b, dt);
+    };
+    let _off = crate::autograd::GradModeGuard::no_grad();
+    kernel(&a.detach().to_dtype(wide)?, &b.detach().to_dtype(wide)?, wide)?.to_dtype(dt)
+}
+
 /// Integer matrix products, which PyTorch allows. A plain loop with wrapping arithmetic, as
 /// PyTorch's integer kernels: there is no SIMD kernel for integers here.
 fn int_gemm_batched(a: &Tensor, b: &Tensor, batch: usize, m: usize, k: usize, n: usize) -> Result<Tensor> {
@@ -203,11 +223,13 @@ impl Tensor {
         }
         let dt = self.dtype().promote(other.dtype());
         let (a, b) = (self.to_dtype(dt)?, other.to_dtype(dt)?);
-        let out = if dt == crate::DType::Int64 {
-            int_gemm_batched(&a, &b, 1, m, k, n)?
-        } else {
-            dispatch_float!(dt, "mm", T => gemm_batched::<T>(&a, &b, 1, m, k, n)?)
-        };
+        let out = product_kernel(&a, &b, dt, |a, b, dt| {
+            Ok(if dt == crate::DType::Int64 {
+                int_gemm_batched(a, b, 1, m, k, n)?
+            } else {
+                crate::dispatch_float_wide!(dt, "mm", T => gemm_batched::<T>(a, b, 1, m, k, n)?)
+            })
+        })?;
         record("MmBackward", &[&a, &b], &[&out], || (MmBackward, product_saves(&a, &b)));
         Ok(out)
     }
@@ -228,11 +250,13 @@ impl Tensor {
         let (batch, m, k, n) = (self.shape()[0], self.shape()[1], self.shape()[2], other.shape()[2]);
         let dt = self.dtype().promote(other.dtype());
         let (a, b) = (self.to_dtype(dt)?, other.to_dtype(dt)?);
-        let out = if dt == crate::DType::Int64 {
-            int_gemm_batched(&a, &b, batch, m, k, n)?
-        } else {
-            dispatch_float!(dt, "bmm", T => gemm_batched::<T>(&a, &b, batch, m, k, n)?)
-        };
+        let out = product_kernel(&a, &b, dt, |a, b, dt| {
+            Ok(if dt == crate::DType::Int64 {
+                int_gemm_batched(a, b, batch, m, k, n)?
+            } else {
+                crate::dispatch_float_wide!(dt, "bmm", T => gemm_batched::<T>(a, b, batch, m, k, n)?)
+            })
+        })?;
         record("BmmBackward", &[&a, &b], &[&out], || (BmmBackward, product_saves(&a, &b)));
         Ok(out)
     }

@@ -27,6 +27,18 @@ pub enum Buffer {
     I64(Vec<i64>),
     /// bool data
     Bool(Vec<bool>),
+    /// uint8 data
+    U8(Vec<u8>),
+    /// int8 data
+    I8(Vec<i8>),
+    /// int16 data
+    I16(Vec<i16>),
+    /// int32 data
+    I32(Vec<i32>),
+    /// float16 data
+    F16(Vec<half::f16>),
+    /// bfloat16 data
+    BF16(Vec<half::bf16>),
 }
 
 impl Buffer {
@@ -37,6 +49,12 @@ impl Buffer {
             Buffer::F64(_) => DType::Float64,
             Buffer::I64(_) => DType::Int64,
             Buffer::Bool(_) => DType::Bool,
+            Buffer::U8(_) => DType::UInt8,
+            Buffer::I8(_) => DType::Int8,
+            Buffer::I16(_) => DType::Int16,
+            Buffer::I32(_) => DType::Int32,
+            Buffer::F16(_) => DType::Float16,
+            Buffer::BF16(_) => DType::BFloat16,
         }
     }
 
@@ -47,6 +65,12 @@ impl Buffer {
             Buffer::F64(v) => v.len(),
             Buffer::I64(v) => v.len(),
             Buffer::Bool(v) => v.len(),
+            Buffer::U8(v) => v.len(),
+            Buffer::I8(v) => v.len(),
+            Buffer::I16(v) => v.len(),
+            Buffer::I32(v) => v.len(),
+            Buffer::F16(v) => v.len(),
+            Buffer::BF16(v) => v.len(),
         }
     }
 
