@@ -8,6 +8,7 @@ import builtins
 from . import _anomaly, _function, autograd, cuda, linalg, nn, optim, utils
 from . import _tapegrad as _C
 from ._anomaly import detect_anomaly
+from ._dtype_info import finfo, iinfo
 from ._errors import SavedTensorModifiedError
 from ._function import Function, FunctionCtx, autograd_function, custom_gradient, once_differentiable
 from ._functional import (
@@ -158,6 +159,7 @@ from ._serialization import load, save
 from ._tapegrad import (
     Tensor,
     arange,
+    bfloat16,
     bool,
     broadcast_tensors,
     cat,
@@ -167,7 +169,6 @@ from ._tapegrad import (
     dtype,
     empty,
     eye,
-    bfloat16,
     float16,
     float32,
     float64,
@@ -192,7 +193,6 @@ from ._tapegrad import (
     vstack,
     zeros,
 )
-from ._dtype_info import finfo, iinfo
 from ._types import max_result as _max_result
 
 # The helpers the native code calls, handed over once (src/python/helpers.rs).
@@ -297,7 +297,7 @@ def is_tensor(obj: object) -> builtins.bool:
     return isinstance(obj, Tensor)
 
 
-def numel(input: Tensor) -> int:
+def numel(input: Tensor) -> builtins.int:
     """The number of elements of ``input``.
 
     >>> import tapegrad as tg

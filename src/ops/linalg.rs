@@ -277,7 +277,18 @@ impl Tensor {
                 if self.shape() != other.shape() {
                     return Err(mismatch());
                 }
-                self.mul(other)?.sum(None, false)
+                let dt = self.dtype().promote(other.dtype());
+                if dt.is_half() {
+                    // Products and their sum in float32, rounded once (NOTE [Half-precision compute]).
+                    return self.unsqueeze(0)?.mm(&other.unsqueeze(1)?)?.reshape(&[]);
+                }
+                let out = self.mul(other)?.sum(None, false)?;
+                // An integer dot product keeps its dtype (the sum alone would make it int64).
+                if dt.is_int() && dt != out.dtype() {
+                    out.to_dtype(dt)
+                } else {
+                    Ok(out)
+                }
             }
             (2, 2) => self.mm(other),
             (1, _) => self.unsqueeze(0)?.matmul(other)?.squeeze_dim(-2),
