@@ -492,3 +492,16 @@ def test_ops_on_every_dtype_match_torch(op):
         ):
             bad.append((n, want, got))
     assert not bad
+
+
+def test_sum_and_mean_take_a_dtype():
+    u = tg.tensor([200, 100], dtype=tg.uint8)
+    assert u.sum().item() == 300 and u.sum().dtype is tg.int64
+    s = u.sum(dtype=tg.uint8)
+    assert s.dtype is tg.uint8 and s.item() == 44  # wraps, as PyTorch's
+    assert tg.tensor([1, 2]).mean(dtype=tg.float64).item() == 1.5
+    x = tg.tensor([0.5, 1.5], dtype=tg.float16, requires_grad=True)
+    y = x.sum(dtype=tg.float32)
+    assert y.dtype is tg.float32
+    y.backward()
+    assert x.grad.dtype is tg.float16 and x.grad.tolist() == [1.0, 1.0]
