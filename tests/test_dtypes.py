@@ -95,6 +95,7 @@ def test_dtype_attributes():
         assert dt.is_signed == (n not in ("bool", "uint8"))
         assert repr(dt) == f"tapegrad.{n}"
     assert tg.half is tg.float16 and tg.int is tg.int32 and tg.short is tg.int16
+    assert [tg.zeros(1, dtype=dt).element_size() for dt in DTYPES] == [sizes[n] for n in NAMES]
     assert tg.long is tg.int64 and tg.float is tg.float32 and tg.double is tg.float64
 
 

@@ -462,6 +462,14 @@ impl PyTensor {
     fn bool(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         convert_to(slf, DType::Bool)
     }
+    /// Bytes per element (`self.dtype.itemsize`).
+    ///
+    /// >>> import tapegrad as tg
+    /// >>> tg.zeros(2, dtype=tg.bfloat16).element_size()
+    /// 2
+    fn element_size(&self) -> usize {
+        self.inner.dtype().size()
+    }
     /// `self.to(tapegrad.int32)`.
     ///
     /// >>> import tapegrad as tg
