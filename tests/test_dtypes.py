@@ -506,3 +506,12 @@ def test_sum_and_mean_take_a_dtype():
     assert y.dtype is tg.float32
     y.backward()
     assert x.grad.dtype is tg.float16 and x.grad.tolist() == [1.0, 1.0]
+
+
+def test_int32_indices_for_index_select_and_embedding():
+    w = tg.tensor([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]])
+    idx = tg.tensor([2, 0], dtype=tg.int32)
+    assert w.index_select(0, idx).tolist() == [[4.0, 5.0], [0.0, 1.0]]
+    assert tg.nn.functional.embedding(idx, w).tolist() == [[4.0, 5.0], [0.0, 1.0]]
+    with pytest.raises(RuntimeError):
+        w.index_select(0, tg.tensor([1], dtype=tg.int16))
