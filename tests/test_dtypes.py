@@ -515,3 +515,21 @@ def test_int32_indices_for_index_select_and_embedding():
     assert tg.nn.functional.embedding(idx, w).tolist() == [[4.0, 5.0], [0.0, 1.0]]
     with pytest.raises(RuntimeError):
         w.index_select(0, tg.tensor([1], dtype=tg.int16))
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+@pytest.mark.parametrize("opt", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"])
+def test_optimizers_update_half_parameters(name, opt):
+    """A 16-bit parameter is updated (in float32, rounded on store) close to a float32 run."""
+    runs = []
+    for dt in (getattr(tg, name), tg.float32):
+        p = tg.tensor([1.0, 2.0, -0.5], dtype=dt, requires_grad=True)
+        o = getattr(tg.optim, opt)([p], lr=0.1)
+        for _ in range(3):
+            o.zero_grad()
+            (p * p).sum().backward()
+            o.step()
+        assert p.dtype is dt
+        runs.append(np.array(p.tolist()))
+    assert not np.allclose(runs[1], [1.0, 2.0, -0.5])  # it moved
+    np.testing.assert_allclose(runs[0], runs[1], rtol=2e-2, atol=2e-2)

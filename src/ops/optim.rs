@@ -180,13 +180,21 @@ pub fn step(rule: &Rule, slots: &[Slot]) -> Result<()> {
     }
     let direct: Vec<bool> = slots
         .iter()
-        .map(|s| slot_tensors(s).all(|t| t.layout().is_contiguous() && uses[&Arc::as_ptr(t.storage())] == 1))
+        .map(|s| {
+            // float16/bfloat16 parameters take the copied path, in float32 (NOTE [Half-precision compute]).
+            !s.param.dtype().is_half()
+                && slot_tensors(s).all(|t| t.layout().is_contiguous() && uses[&Arc::as_ptr(t.storage())] == 1)
+        })
         .collect();
     run_direct::<f32>(rule, slots, &scalars, &direct)?;
     run_direct::<f64>(rule, slots, &scalars, &direct)?;
     for (i, s) in slots.iter().enumerate() {
         if !direct[i] {
-            crate::dispatch_float!(s.param.dtype(), name, T => run_copied::<T>(rule, s, scalars[i])?);
+            if s.param.dtype().is_half() {
+                run_copied::<f32>(rule, s, scalars[i])?;
+            } else {
+                crate::dispatch_float!(s.param.dtype(), name, T => run_copied::<T>(rule, s, scalars[i])?);
+            }
         }
     }
     let location = anomaly::current_location();
@@ -365,9 +373,17 @@ fn run_direct<T: Float>(rule: &Rule, slots: &[Slot], scalars: &[[f64; 2]], direc
 /// Updates one slot through copies of its tensors (non-contiguous, or sharing memory with another
 /// tensor of the call), writing the results back through the layouts.
 fn run_copied<T: Float>(rule: &Rule, s: &Slot, scalars: [f64; 2]) -> Result<()> {
-    let mut param = s.param.to_vec::<T>()?;
-    let grad = s.grad.to_vec::<T>()?;
-    let mut states: Vec<Vec<T>> = s.states.iter().map(|t| t.to_vec::<T>()).collect::<Result<_>>()?;
+    // In `T`, which is wider than a 16-bit parameter (and its states), written back rounded.
+    let read = |t: &Tensor| -> Result<Vec<T>> {
+        if t.dtype() == T::DTYPE {
+            t.to_vec::<T>()
+        } else {
+            t.detach().to_dtype(T::DTYPE)?.to_vec::<T>()
+        }
+    };
+    let mut param = read(&s.param)?;
+    let grad = read(&s.grad)?;
+    let mut states: Vec<Vec<T>> = s.states.iter().map(read).collect::<Result<_>>()?;
     let piece = Piece {
         scalars,
         fresh: s.fresh,
