@@ -22,7 +22,7 @@ use rayon::prelude::*;
 
 use crate::autograd::anomaly;
 use crate::error::{Error, Result};
-use crate::tensor::element::Float;
+use crate::tensor::element::{Element, Float};
 use crate::tensor::layout::fmt_shape;
 use crate::tensor::storage::Buffer;
 use crate::tensor::Tensor;
@@ -269,20 +269,13 @@ fn check_slot(rule: &Rule, i: usize, s: &Slot) -> Result<()> {
 /// `step += 1` in the counter's dtype; the new count as f64.
 fn increment_step(t: &Tensor, name: &'static str) -> Result<f64> {
     let at = t.layout().offset;
-    let value = {
+    let value = crate::dispatch_float!(t.dtype(), name, T => {
         let mut guard = t.storage().write();
-        match &mut *guard {
-            Buffer::F32(v) => v.get_mut(at).map(|x| {
-                *x += 1.0;
-                *x as f64
-            }),
-            Buffer::F64(v) => v.get_mut(at).map(|x| {
-                *x += 1.0;
-                *x
-            }),
-            _ => None,
-        }
-    };
+        T::slice_mut(&mut guard).and_then(|v| v.get_mut(at)).map(|x| {
+            *x = T::from_f64(x.to_f64() + 1.0);
+            x.to_f64()
+        })
+    });
     let value = value.ok_or_else(|| Error::index("step counter: tensor layout reaches past the end of its storage"))?;
     t.storage().bump_version(Cow::Borrowed(name), None);
     Ok(value)
