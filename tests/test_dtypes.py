@@ -533,3 +533,12 @@ def test_optimizers_update_half_parameters(name, opt):
         runs.append(np.array(p.tolist()))
     assert not np.allclose(runs[1], [1.0, 2.0, -0.5])  # it moved
     np.testing.assert_allclose(runs[0], runs[1], rtol=2e-2, atol=2e-2)
+
+
+def test_prod_and_cumsum_keep_a_requested_dtype():
+    u = tg.tensor([16, 20], dtype=tg.uint8)
+    assert u.prod().item() == 320 and u.prod().dtype is tg.int64
+    assert u.prod(dtype=tg.uint8).item() == 320 % 256
+    assert u.cumsum(0, dtype=tg.uint8).tolist() == [16, 36]
+    assert tg.tensor([200, 100], dtype=tg.uint8).cumsum(0, dtype=tg.uint8).tolist() == [200, 44]
+    assert u.cumprod(0, dtype=tg.int16).dtype is tg.int16
