@@ -13,7 +13,7 @@ use tapegrad::autograd::{BackwardCtx, ForwardCtx};
 use tapegrad::ops::{Cmp, IndexItem};
 use tapegrad::{apply_custom, backward, grad, CustomOp, DType, GradModeGuard, Result, Scalar, Tensor};
 
-const DTYPES: [DType; 4] = [DType::Float32, DType::Float64, DType::Int64, DType::Bool];
+const DTYPES: [DType; 10] = DType::ALL;
 
 const FLOATS: [f64; 10] = [0.0, 1.0, -1.0, 2.5, -0.5, 1e-300, 1e300, f64::NAN, f64::INFINITY, f64::NEG_INFINITY];
 const INTS: [i64; 6] = [0, 1, -3, 7, i64::MAX, i64::MIN];
@@ -37,7 +37,7 @@ struct Init {
 }
 
 fn make(init: &Init) -> Result<Tensor> {
-    let dtype = DTYPES[init.dtype as usize % 4];
+    let dtype = DTYPES[init.dtype as usize % DTYPES.len()];
     let n: usize = init.shape.iter().product();
     let pick = |i: usize| (init.seed as usize).wrapping_mul(31).wrapping_add(i * 7);
     let t = match dtype {
@@ -47,6 +47,13 @@ fn make(init: &Init) -> Result<Tensor> {
         DType::Float64 => Tensor::from_vec((0..n).map(|i| FLOATS[pick(i) % FLOATS.len()]).collect(), &init.shape)?,
         DType::Int64 => Tensor::from_vec((0..n).map(|i| INTS[pick(i) % INTS.len()]).collect(), &init.shape)?,
         DType::Bool => Tensor::from_vec((0..n).map(|i| pick(i) % 2 == 0).collect(), &init.shape)?,
+        // The narrow integers and 16-bit floats, by a cast (which wraps and rounds) of the same values.
+        other if other.is_int() => {
+            Tensor::from_vec((0..n).map(|i| INTS[pick(i) % INTS.len()]).collect(), &init.shape)?.to_dtype(other)?
+        }
+        other => {
+            Tensor::from_vec((0..n).map(|i| FLOATS[pick(i) % FLOATS.len()]).collect(), &init.shape)?.to_dtype(other)?
+        }
     };
     if init.requires_grad {
         // Fails (as it should) for integer and bool tensors.
@@ -156,7 +163,7 @@ fn run_step(pool: &mut Vec<Tensor>, st: &Step) -> Result<()> {
     let c = pool[st.c as usize % n].clone();
     let (p, q) = (st.p as isize, st.q as isize);
     let s = scalar(st.s);
-    let dt = DTYPES[st.s as usize % 4];
+    let dt = DTYPES[st.s as usize % DTYPES.len()];
     let mut out: Vec<Tensor> = Vec::new();
     match st.op {
         0 => out.push([Tensor::neg, Tensor::exp, Tensor::log, Tensor::sqrt][st.s as usize % 4](&a)?),

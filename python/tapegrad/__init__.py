@@ -8,6 +8,7 @@ import builtins
 from . import _anomaly, _function, autograd, cuda, linalg, nn, optim, utils
 from . import _tapegrad as _C
 from ._anomaly import detect_anomaly
+from ._dtype_info import finfo, iinfo
 from ._errors import SavedTensorModifiedError
 from ._function import Function, FunctionCtx, autograd_function, custom_gradient, once_differentiable
 from ._functional import (
@@ -158,6 +159,7 @@ from ._serialization import load, save
 from ._tapegrad import (
     Tensor,
     arange,
+    bfloat16,
     bool,
     broadcast_tensors,
     cat,
@@ -167,20 +169,27 @@ from ._tapegrad import (
     dtype,
     empty,
     eye,
+    float16,
     float32,
     float64,
     from_numpy,
     full,
     hstack,
+    int8,
+    int16,
+    int32,
     int64,
     manual_seed,
     meshgrid,
     ones,
+    promote_types,
     rand,
     randn,
+    result_type,
     set_printoptions,
     stack,
     tensor,
+    uint8,
     vstack,
     zeros,
 )
@@ -261,6 +270,9 @@ addcdiv = _C.addcdiv
 float = float32
 double = float64
 long = int64
+half = float16
+int = int32
+short = int16
 
 __version__ = "0.1.0"
 
@@ -285,7 +297,7 @@ def is_tensor(obj: object) -> builtins.bool:
     return isinstance(obj, Tensor)
 
 
-def numel(input: Tensor) -> int:
+def numel(input: Tensor) -> builtins.int:
     """The number of elements of ``input``.
 
     >>> import tapegrad as tg
@@ -298,6 +310,8 @@ def numel(input: Tensor) -> int:
 __all__ = [
     # tensors and dtypes
     "Tensor", "dtype", "device", "float32", "float64", "int64", "bool", "float", "double", "long",
+    "uint8", "int8", "int16", "int32", "float16", "bfloat16", "half", "int", "short",
+    "result_type", "promote_types", "finfo", "iinfo",
     "cuda_is_available", "cuda", "is_tensor", "numel", "set_printoptions",
     # factories
     "tensor", "from_numpy", "zeros", "ones", "empty", "randn", "rand", "full", "arange", "eye",

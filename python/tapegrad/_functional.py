@@ -420,24 +420,29 @@ def detach(input: Tensor) -> Tensor:
 
 # reductions
 
-def sum(input: Tensor, dim: _Dims | None = None, keepdim: bool = False) -> Tensor:
-    """The sum of all elements, or along ``dim`` (an int or a sequence of ints).
+def sum(input: Tensor, dim: _Dims | None = None, keepdim: bool = False, *, dtype: _DTypeLike | None = None) -> Tensor:
+    """The sum of all elements, or along ``dim`` (an int or a sequence of ints); with ``dtype``, the
+    input is converted to it first and the sum stays in it.
 
     >>> import tapegrad as tg
     >>> tg.sum(tg.tensor([[1, 2], [3, 4]]), dim=0)
     tensor([4, 6])
+    >>> tg.sum(tg.tensor([200, 100], dtype=tg.uint8), dtype=tg.uint8)
+    tensor(44, dtype=tapegrad.uint8)
     """
-    return input.sum(dim, keepdim)
+    return input.sum(dim, keepdim, dtype=dtype)
 
 
-def mean(input: Tensor, dim: _Dims | None = None, keepdim: bool = False) -> Tensor:
-    """The mean of all elements, or along ``dim``.
+def mean(input: Tensor, dim: _Dims | None = None, keepdim: bool = False, *, dtype: _DTypeLike | None = None) -> Tensor:
+    """The mean of all elements, or along ``dim``; with ``dtype``, the input is converted to it first.
 
     >>> import tapegrad as tg
     >>> tg.mean(tg.tensor([1., 2., 6.]))
     tensor(3.)
+    >>> tg.mean(tg.tensor([1, 2]), dtype=tg.float64)
+    tensor(1.5000, dtype=tapegrad.float64)
     """
-    return input.mean(dim, keepdim)
+    return input.mean(dim, keepdim, dtype=dtype)
 
 
 @overload

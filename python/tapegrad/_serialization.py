@@ -26,7 +26,12 @@ from ._tapegrad import Tensor
 _MANIFEST = "__tapegrad__"
 _FORMAT = "tapegrad"
 _VERSION = 1
-_DTYPES = {"float32": np.float32, "float64": np.float64, "int64": np.int64, "bool": np.bool_}
+_DTYPES = {
+    "float32": np.float32, "float64": np.float64, "int64": np.int64, "bool": np.bool_, "int32": np.int32,
+    "int16": np.int16, "int8": np.int8, "uint8": np.uint8, "float16": np.float16,
+    # NumPy has no bfloat16: stored as float32, which holds every bfloat16 value exactly
+    "bfloat16": np.float32,
+}
 
 FileLike = Union[str, "os.PathLike[str]", IO[bytes]]
 
@@ -48,7 +53,8 @@ class _Writer:
         if isinstance(obj, Tensor):
             name = self.seen.get(id(obj))
             if name is None:
-                name = self.array(np.asarray(obj.detach().numpy(), order="C"))  # a view, written out before save returns
+                data = obj.detach().float() if obj.dtype.name == "bfloat16" else obj.detach()
+                name = self.array(np.asarray(data.numpy(), order="C"))  # a view, written out before save returns
                 self.seen[id(obj)] = name
                 self.keep.append(obj)
             return {"tensor": name, "dtype": obj.dtype.name, "requires_grad": bool(obj.requires_grad)}
@@ -130,6 +136,8 @@ class _Reader:
             if dtype not in _DTYPES or a.dtype != _DTYPES[dtype]:
                 raise self.fail(f"array {name!r} has dtype {a.dtype}, the manifest says {dtype!r}")
             t = _C.from_numpy(np.array(a, order="C", copy=True))  # a fresh array: the tensor shares it alone
+            if dtype == "bfloat16":
+                t = t.bfloat16()
             if node.get("requires_grad") is True:
                 t.requires_grad_(True)
             self.tensors[name] = t

@@ -13,7 +13,7 @@ use faer::linalg::solvers::{DenseSolveCore, Solve};
 use faer::traits::RealField;
 use faer::{MatRef, Side};
 
-use crate::dispatch_float;
+use crate::dispatch_float_wide;
 use crate::error::{Error, Result};
 use crate::tensor::element::{Element, Float};
 use crate::tensor::layout::fmt_shape;
@@ -141,7 +141,7 @@ fn singular(op: &str, batched: bool, i: usize, k: usize) -> Error {
 pub fn inv(a: &Tensor) -> Result<Tensor> {
     let (batch, n) = square_dims(a, "linalg.inv")?;
     let batched = !batch.is_empty();
-    dispatch_float!(a.dtype(), "linalg.inv", T => {
+    dispatch_float_wide!(a.dtype(), "linalg.inv", T => {
         let out = per_matrix::<T>(a, &batch, n, n, &[vec![n, n]], |i, mat, outs| {
             let lu = mat.partial_piv_lu();
             if let Some(k) = zero_pivot(lu.U()) {
@@ -167,7 +167,7 @@ pub fn solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         )));
     }
     let batched = !batch.is_empty();
-    dispatch_float!(a.dtype(), "linalg.solve", T => {
+    dispatch_float_wide!(a.dtype(), "linalg.solve", T => {
         let rhs = values::<T>(b)?;
         let out = per_matrix::<T>(a, &batch, n, n, &[vec![n, k]], |i, mat, outs| {
             let lu = mat.partial_piv_lu();
@@ -190,7 +190,7 @@ pub fn solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 /// gives sign 0 and log|det| = -inf, as PyTorch.
 pub fn slogdet(a: &Tensor) -> Result<(Tensor, Tensor)> {
     let (batch, n) = square_dims(a, "linalg.slogdet")?;
-    dispatch_float!(a.dtype(), "linalg.slogdet", T => {
+    dispatch_float_wide!(a.dtype(), "linalg.slogdet", T => {
         let out = per_matrix::<T>(a, &batch, n, n, &[vec![], vec![]], |_, mat, outs| {
             let lu = mat.partial_piv_lu();
             let mut sign = perm_sign(lu.P().arrays().0);
@@ -222,7 +222,7 @@ pub fn slogdet(a: &Tensor) -> Result<(Tensor, Tensor)> {
 /// The determinant of every square matrix of `a` (the product of its LU pivots).
 pub fn det(a: &Tensor) -> Result<Tensor> {
     let (batch, n) = square_dims(a, "linalg.det")?;
-    dispatch_float!(a.dtype(), "linalg.det", T => {
+    dispatch_float_wide!(a.dtype(), "linalg.det", T => {
         let out = per_matrix::<T>(a, &batch, n, n, &[vec![]], |_, mat, outs| {
             let lu = mat.partial_piv_lu();
             let mut d = <T as Element>::from_f64(perm_sign(lu.P().arrays().0));
@@ -246,7 +246,7 @@ pub fn det(a: &Tensor) -> Result<Tensor> {
 pub fn cholesky(a: &Tensor, upper: bool) -> Result<Tensor> {
     let (batch, n) = square_dims(a, "linalg.cholesky")?;
     let batched = !batch.is_empty();
-    dispatch_float!(a.dtype(), "linalg.cholesky", T => {
+    dispatch_float_wide!(a.dtype(), "linalg.cholesky", T => {
         let out = per_matrix::<T>(a, &batch, n, n, &[vec![n, n]], |i, mat, outs| {
             let side = if upper { Side::Upper } else { Side::Lower };
             let llt = mat.llt(side).map_err(|e| {
@@ -276,7 +276,7 @@ pub fn qr(a: &Tensor, complete: bool) -> Result<(Tensor, Tensor)> {
     let (batch, m, n) = matrix_dims(a, "linalg.qr")?;
     let k = m.min(n);
     let (qc, rr) = if complete { (m, m) } else { (k, k) };
-    dispatch_float!(a.dtype(), "linalg.qr", T => {
+    dispatch_float_wide!(a.dtype(), "linalg.qr", T => {
         let out = per_matrix::<T>(a, &batch, m, n, &[vec![m, qc], vec![rr, n]], |_, mat, outs| {
             let f = mat.qr();
             if complete {
@@ -306,7 +306,7 @@ pub fn eigh(a: &Tensor, upper: bool, vectors: bool) -> Result<(Tensor, Option<Te
     let fail =
         move |i: usize| Error::LinAlg(format!("linalg.eigh: {}The algorithm failed to converge.", where_(batched, i)));
     let tails = if vectors { vec![vec![n], vec![n, n]] } else { vec![vec![n]] };
-    dispatch_float!(a.dtype(), "linalg.eigh", T => {
+    dispatch_float_wide!(a.dtype(), "linalg.eigh", T => {
         let out = per_matrix::<T>(a, &batch, n, n, &tails, |i, mat, outs| {
             let side = if upper { Side::Upper } else { Side::Lower };
             if vectors {
@@ -334,7 +334,7 @@ pub fn svd(a: &Tensor, full: bool, vectors: bool) -> Result<(Option<Tensor>, Ten
         move |i: usize| Error::LinAlg(format!("linalg.svd: {}The algorithm failed to converge.", where_(batched, i)));
     let (uc, vr) = if full { (m, n) } else { (k, k) };
     let tails = if vectors { vec![vec![k], vec![m, uc], vec![vr, n]] } else { vec![vec![k]] };
-    dispatch_float!(a.dtype(), "linalg.svd", T => {
+    dispatch_float_wide!(a.dtype(), "linalg.svd", T => {
         let out = per_matrix::<T>(a, &batch, m, n, &tails, |i, mat, outs| {
             if !vectors {
                 outs[0].extend(mat.singular_values().map_err(|_| fail(i))?);

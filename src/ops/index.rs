@@ -452,8 +452,15 @@ impl Tensor {
 
     /// The slices of `self` at `index` (a 1-d or 0-d int64 tensor) along `dim`.
     pub fn index_select(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
+        if index.dtype() == DType::Int32 {
+            // PyTorch takes int32 indices here too.
+            return self.index_select(dim, &index.detach().to_dtype(DType::Int64)?);
+        }
         if index.dtype() != DType::Int64 {
-            return Err(Error::dtype(format!("index_select(): Expected dtype int64 for index, got {}", index.dtype())));
+            return Err(Error::dtype(format!(
+                "index_select(): Expected dtype int32 or int64 for index, got {}",
+                index.dtype()
+            )));
         }
         if index.ndim() > 1 {
             return Err(Error::index("index_select(): Index is supposed to be a vector"));

@@ -227,7 +227,7 @@ impl Tensor {
                 }
             })?
         };
-        crate::dispatch_float!(self.dtype(), name, T => {
+        crate::dispatch_float_wide!(self.dtype(), name, T => {
             let cost = if op == Binary::Pow { Cost::Heavy } else { Cost::Cheap };
             let apply = move |d: &mut [T], src: &[T]| match op {
                 Binary::Add => zip_in_place(d, src, cost, |x, y| x + y),
@@ -252,7 +252,7 @@ impl Tensor {
             return self.apply_inplace(name, &[], |x| x.scalar_op(s, op));
         }
         self.check_inplace(name, false)?;
-        crate::dispatch_float!(self.dtype(), name, T => {
+        crate::dispatch_float_wide!(self.dtype(), name, T => {
             let v: T = s.to_element();
             self.update_in_place::<T>(name, move |d: &mut [T]| match op {
                 ScalarOp::Add => map_in_place(d, Cost::Cheap, |x| x + v),
@@ -268,8 +268,10 @@ impl Tensor {
     /// will be recorded.
     fn fast_inplace_ok(&self, other_requires_grad: bool, result_dtype: crate::DType) -> bool {
         let recording = self.inplace_records(&[]) || (is_grad_enabled() && other_requires_grad);
+        // float32/float64 only: the 16-bit floats take the general path, which computes in float32.
         !recording
             && self.dtype().is_float()
+            && !self.dtype().is_half()
             && result_dtype == self.dtype()
             && self.layout().is_contiguous()
             && !self.has_visible_tangent()

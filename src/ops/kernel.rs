@@ -193,6 +193,27 @@ pub(crate) fn with_dst_src<T: Element>(dst: &Tensor, src: &Tensor, f: impl FnOnc
     }
 }
 
+/// Runs `kernel`, written for float32 and float64, on a float16 or bfloat16 tensor's values widened
+/// to float32, and rounds its result back to the 16-bit type (NOTE [Half-precision compute]). Outside
+/// autograd: the caller records the operation on the original tensor.
+pub(crate) fn widened(t: &Tensor, kernel: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+    let dt = t.dtype();
+    let _off = crate::autograd::GradModeGuard::no_grad();
+    kernel(&t.detach().to_dtype(crate::DType::Float32)?)?.to_dtype(dt)
+}
+
+/// `widened` for a two-operand kernel (both operands of the same 16-bit type).
+pub(crate) fn widened2(
+    a: &Tensor,
+    b: &Tensor,
+    kernel: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    let dt = a.dtype();
+    let _off = crate::autograd::GradModeGuard::no_grad();
+    let f32 = crate::DType::Float32;
+    kernel(&a.detach().to_dtype(f32)?, &b.detach().to_dtype(f32)?)?.to_dtype(dt)
+}
+
 /// The data of `src`, broadcast to `shape` and converted to `T`, as an owned array.
 pub(crate) fn materialize_as<T: Element>(src: &Tensor, shape: &[usize]) -> Result<ArrayD<T>> {
     check_alloc(shape, T::DTYPE)?;
@@ -209,10 +230,15 @@ pub(crate) fn materialize_as<T: Element>(src: &Tensor, shape: &[usize]) -> Resul
 
 /// Element conversion that keeps integers exact and maps floats and bools as PyTorch casts do.
 pub(crate) fn convert<S: Element, T: Element>(x: S) -> T {
-    use crate::tensor::dtype::DType;
-    match (S::DTYPE, T::DTYPE) {
-        (DType::Int64, _) | (_, DType::Int64) => T::from_i64(x.to_i64()),
-        _ => T::from_f64(x.to_f64()),
+    // Through i64 between integers and bools (exact: f64 would lose int64s past 2**53; narrow
+    // targets wrap as C casts do) and from an integer to a float; a float to an integer goes through
+    // `from_f64`, which truncates toward zero as PyTorch's casts do (see `element.rs`).
+    if S::DTYPE.is_float() {
+        T::from_f64(x.to_f64())
+    } else if S::DTYPE.is_int() || T::DTYPE.is_int() {
+        T::from_i64(x.to_i64())
+    } else {
+        T::from_f64(x.to_f64())
     }
 }
 

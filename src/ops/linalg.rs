@@ -13,7 +13,7 @@
 use super::formula::{Need, SingleOutput};
 use crate::autograd::node::Node;
 use crate::autograd::record::{record_with_jvp, Save};
-use crate::dispatch_float;
+
 use crate::error::{Error, Result};
 use crate::tensor::element::Float;
 use crate::tensor::layout::{broadcast_shapes, fmt_shape};
@@ -111,6 +111,26 @@ fn gemm_batched<T: Gemm>(a: &Tensor, b: &Tensor, batch: usize, m: usize, k: usiz
         unsafe { T::gemm(p) };
     }
     Tensor::from_vec(out, &out_shape(a.ndim(), batch, m, n))
+}
+
+/// Runs a matrix-product kernel written for int64 and the floats on operands of `dt`: narrow
+/// integers compute in int64 and wrap back (exact, as products and sums wrap modulo the width),
+/// float16 and bfloat16 in float32, rounded once (NOTE [Half-precision compute]).
+fn product_kernel(
+    a: &Tensor,
+    b: &Tensor,
+    dt: crate::DType,
+    kernel: impl Fn(&Tensor, &Tensor, crate::DType) -> Result<Tensor>,
+) -> Result<Tensor> {
+    let wide = if dt.is_int() {
+        crate::DType::Int64
+    } else if dt.is_half() {
+        crate::DType::Float32
+    } else {
+        return kernel(a, b, dt);
+    };
+    let _off = crate::autograd::GradModeGuard::no_grad();
+    kernel(&a.detach().to_dtype(wide)?, &b.detach().to_dtype(wide)?, wide)?.to_dtype(dt)
 }
 
 /// Integer matrix products, which PyTorch allows. A plain loop with wrapping arithmetic, as
@@ -218,11 +238,13 @@ impl Tensor {
         }
         let dt = self.dtype().promote(other.dtype());
         let (a, b) = (self.to_dtype(dt)?, other.to_dtype(dt)?);
-        let out = if dt == crate::DType::Int64 {
-            int_gemm_batched(&a, &b, 1, m, k, n)?
-        } else {
-            dispatch_float!(dt, "mm", T => gemm_batched::<T>(&a, &b, 1, m, k, n)?)
-        };
+        let out = product_kernel(&a, &b, dt, |a, b, dt| {
+            Ok(if dt == crate::DType::Int64 {
+                int_gemm_batched(a, b, 1, m, k, n)?
+            } else {
+                crate::dispatch_float_wide!(dt, "mm", T => gemm_batched::<T>(a, b, 1, m, k, n)?)
+            })
+        })?;
         let jvp = |t: &[Option<Tensor>]| product_jvp(t, &a, &b, Tensor::mm);
         record_with_jvp("MmBackward", &[&a, &b], &[&out], || (MmBackward, product_saves(&a, &b)), Some(jvp));
         Ok(out)
@@ -244,11 +266,13 @@ impl Tensor {
         let (batch, m, k, n) = (self.shape()[0], self.shape()[1], self.shape()[2], other.shape()[2]);
         let dt = self.dtype().promote(other.dtype());
         let (a, b) = (self.to_dtype(dt)?, other.to_dtype(dt)?);
-        let out = if dt == crate::DType::Int64 {
-            int_gemm_batched(&a, &b, batch, m, k, n)?
-        } else {
-            dispatch_float!(dt, "bmm", T => gemm_batched::<T>(&a, &b, batch, m, k, n)?)
-        };
+        let out = product_kernel(&a, &b, dt, |a, b, dt| {
+            Ok(if dt == crate::DType::Int64 {
+                int_gemm_batched(a, b, batch, m, k, n)?
+            } else {
+                crate::dispatch_float_wide!(dt, "bmm", T => gemm_batched::<T>(a, b, batch, m, k, n)?)
+            })
+        })?;
         let jvp = |t: &[Option<Tensor>]| product_jvp(t, &a, &b, Tensor::bmm);
         record_with_jvp("BmmBackward", &[&a, &b], &[&out], || (BmmBackward, product_saves(&a, &b)), Some(jvp));
         Ok(out)
@@ -270,7 +294,18 @@ impl Tensor {
                 if self.shape() != other.shape() {
                     return Err(mismatch());
                 }
-                self.mul(other)?.sum(None, false)
+                let dt = self.dtype().promote(other.dtype());
+                if dt.is_half() {
+                    // Products and their sum in float32, rounded once (NOTE [Half-precision compute]).
+                    return self.unsqueeze(0)?.mm(&other.unsqueeze(1)?)?.reshape(&[]);
+                }
+                let out = self.mul(other)?.sum(None, false)?;
+                // An integer dot product keeps its dtype (the sum alone would make it int64).
+                if dt.is_int() && dt != out.dtype() {
+                    out.to_dtype(dt)
+                } else {
+                    Ok(out)
+                }
             }
             (2, 2) => self.mm(other),
             (1, _) => self.unsqueeze(0)?.matmul(other)?.squeeze_dim(-2),

@@ -22,7 +22,7 @@ use rayon::prelude::*;
 
 use crate::autograd::anomaly;
 use crate::error::{Error, Result};
-use crate::tensor::element::Float;
+use crate::tensor::element::{Element, Float};
 use crate::tensor::layout::fmt_shape;
 use crate::tensor::storage::Buffer;
 use crate::tensor::Tensor;
@@ -189,13 +189,21 @@ pub fn step(rule: &Rule, slots: &[Slot]) -> Result<()> {
     }
     let direct: Vec<bool> = slots
         .iter()
-        .map(|s| slot_tensors(s).all(|t| t.layout().is_contiguous() && uses[&Arc::as_ptr(t.storage())] == 1))
+        .map(|s| {
+            // float16/bfloat16 parameters take the copied path, in float32 (NOTE [Half-precision compute]).
+            !s.param.dtype().is_half()
+                && slot_tensors(s).all(|t| t.layout().is_contiguous() && uses[&Arc::as_ptr(t.storage())] == 1)
+        })
         .collect();
     run_direct::<f32>(rule, slots, &scalars, &direct)?;
     run_direct::<f64>(rule, slots, &scalars, &direct)?;
     for (i, s) in slots.iter().enumerate() {
         if !direct[i] {
-            crate::dispatch_float!(s.param.dtype(), name, T => run_copied::<T>(rule, s, scalars[i])?);
+            if s.param.dtype().is_half() {
+                run_copied::<f32>(rule, s, scalars[i])?;
+            } else {
+                crate::dispatch_float!(s.param.dtype(), name, T => run_copied::<T>(rule, s, scalars[i])?);
+            }
         }
     }
     let location = anomaly::current_location();
@@ -270,20 +278,13 @@ fn check_slot(rule: &Rule, i: usize, s: &Slot) -> Result<()> {
 /// `step += 1` in the counter's dtype; the new count as f64.
 fn increment_step(t: &Tensor, name: &'static str) -> Result<f64> {
     let at = t.layout().offset;
-    let value = {
+    let value = crate::dispatch_float!(t.dtype(), name, T => {
         let mut guard = t.storage().write();
-        match &mut *guard {
-            Buffer::F32(v) => v.as_mut_slice().and_then(|v| v.get_mut(at)).map(|x| {
-                *x += 1.0;
-                *x as f64
-            }),
-            Buffer::F64(v) => v.as_mut_slice().and_then(|v| v.get_mut(at)).map(|x| {
-                *x += 1.0;
-                *x
-            }),
-            _ => None,
-        }
-    };
+        T::slice_mut(&mut guard).and_then(|v| v.get_mut(at)).map(|x| {
+            *x = T::from_f64(x.to_f64() + 1.0);
+            x.to_f64()
+        })
+    });
     let value = value.ok_or_else(|| Error::index("step counter: tensor layout reaches past the end of its storage"))?;
     t.storage().bump_version(Cow::Borrowed(name), None);
     Ok(value)
@@ -374,9 +375,17 @@ fn run_direct<T: Float>(rule: &Rule, slots: &[Slot], scalars: &[[f64; 2]], direc
 /// Updates one slot through copies of its tensors (non-contiguous, or sharing memory with another
 /// tensor of the call), writing the results back through the layouts.
 fn run_copied<T: Float>(rule: &Rule, s: &Slot, scalars: [f64; 2]) -> Result<()> {
-    let mut param = s.param.to_vec::<T>()?;
-    let grad = s.grad.to_vec::<T>()?;
-    let mut states: Vec<Vec<T>> = s.states.iter().map(|t| t.to_vec::<T>()).collect::<Result<_>>()?;
+    // In `T`, which is wider than a 16-bit parameter (and its states), written back rounded.
+    let read = |t: &Tensor| -> Result<Vec<T>> {
+        if t.dtype() == T::DTYPE {
+            t.to_vec::<T>()
+        } else {
+            t.detach().to_dtype(T::DTYPE)?.to_vec::<T>()
+        }
+    };
+    let mut param = read(&s.param)?;
+    let grad = read(&s.grad)?;
+    let mut states: Vec<Vec<T>> = s.states.iter().map(read).collect::<Result<_>>()?;
     let piece = Piece {
         scalars,
         fresh: s.fresh,

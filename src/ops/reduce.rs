@@ -328,6 +328,13 @@ impl Backward for ScatterAddBackward {
 }
 
 impl Tensor {
+    /// `f` of this tensor's values in float32, outside autograd: the float32 compute of float16 and
+    /// bfloat16 reductions (NOTE [Half-precision compute]); the caller rounds and records.
+    pub(crate) fn via_float32(&self, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+        let _off = crate::autograd::GradModeGuard::no_grad();
+        f(&self.detach().to_dtype(DType::Float32)?)
+    }
+
     /// Sum over `dims` (all when None).
     pub fn sum(&self, dims: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
         let rd = reduce_dims(dims, self.ndim())?;
@@ -336,7 +343,10 @@ impl Tensor {
             DType::Float32 => sum_kernel::<f32>(self, &rd, keepdim, |a, b| a + b)?,
             DType::Float64 => sum_kernel::<f64>(self, &rd, keepdim, |a, b| a + b)?,
             DType::Int64 => sum_kernel::<i64>(self, &rd, keepdim, i64::wrapping_add)?,
-            DType::Bool => return self.to_dtype(DType::Int64)?.sum(dims, keepdim),
+            // Sums of bools and narrow integers are int64, as in PyTorch.
+            dt if !dt.is_float() => return self.to_dtype(DType::Int64)?.sum(dims, keepdim),
+            // NOTE [Half-precision compute]: accumulate in float32, round once.
+            dt => self.via_float32(|x| x.sum(dims, keepdim))?.to_dtype(dt)?,
         };
         record("SumBackward", &[self], &[&out], || {
             (SumBackward { input_shape: self.shape().to_vec(), dims: rd.clone(), keepdim, scale: None }, vec![])
@@ -356,7 +366,10 @@ impl Tensor {
         let rd = reduce_dims(dims, self.ndim())?;
         let count: usize = rd.iter().map(|&d| self.shape()[d]).product();
         let scale = 1.0 / count as f64;
-        let s = {
+        let s = if self.dtype().is_half() {
+            // In float32 throughout, rounded once (NOTE [Half-precision compute]).
+            self.via_float32(|x| x.sum(dims, keepdim)?.mul_scalar(scale))?.to_dtype(self.dtype())?
+        } else {
             let _off = crate::autograd::GradModeGuard::no_grad();
             self.sum(dims, keepdim)?.mul_scalar(scale)?
         };
@@ -383,7 +396,7 @@ impl Tensor {
     /// Product of all elements (dim None) or along `dim`. Integer and bool inputs give int64
     /// (wrapping on overflow, as in PyTorch).
     pub fn prod(&self, dim: Option<isize>, keepdim: bool) -> Result<Tensor> {
-        if self.dtype() == DType::Bool {
+        if self.dtype() == DType::Bool || (self.dtype().is_int() && self.dtype() != DType::Int64) {
             return self.to_dtype(DType::Int64)?.prod(dim, keepdim);
         }
         let rd: Vec<usize> = match dim {
@@ -418,6 +431,7 @@ impl Tensor {
         let out = match self.dtype() {
             DType::Float32 => kernel::<f32>(self, &rd, &out_shape, 1.0, |a, b| a * b)?,
             DType::Float64 => kernel::<f64>(self, &rd, &out_shape, 1.0, |a, b| a * b)?,
+            dt if dt.is_half() => self.via_float32(|x| x.prod(dim, keepdim))?.to_dtype(dt)?,
             _ => kernel::<i64>(self, &rd, &out_shape, 1, i64::wrapping_mul)?,
         };
         let bd = match dim {
@@ -641,10 +655,10 @@ impl Tensor {
             }
             Ok(Tensor::from_array(out))
         }
-        let out = match src.dtype() {
-            DType::Int64 => kernel::<i64>(shape, dim, &idx, src, i64::wrapping_add)?,
-            _ => dispatch_float!(src.dtype(), "scatter_add", T => kernel::<T>(shape, dim, &idx, src, |a, b| a + b)?),
-        };
+        let out = crate::dispatch_int!(src.dtype(), T => kernel::<T>(shape, dim, &idx, src, |a: T, b: T| {
+                num_traits::WrappingAdd::wrapping_add(&a, &b)
+            })?,
+            other => dispatch_float!(other, "scatter_add", T => kernel::<T>(shape, dim, &idx, src, |a, b| a + b)?));
         record("ScatterAddBackward", &[src], &[&out], || {
             (ScatterAddBackward { dim }, vec![Save::Input(index.clone())])
         });

@@ -67,16 +67,25 @@ impl Tensor {
         self.detach().compare_scalar(0, Cmp::Ne)
     }
 
-    /// Whether every element over `dims` (all when None) is non-zero; a bool tensor.
+    /// Whether every element over `dims` (all when None) is non-zero; a bool tensor (uint8 for uint8).
     pub fn all(&self, dims: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
         let zeros = self.nonzero_mask()?.logical_not()?.to_dtype(DType::Int64)?.sum(dims, keepdim)?;
-        zeros.eq_scalar(0)
+        self.uint8_stays_uint8(zeros.eq_scalar(0)?)
     }
 
-    /// Whether any element over `dims` (all when None) is non-zero; a bool tensor.
+    /// PyTorch's `all`/`any` of a uint8 tensor are uint8 (0 or 1), bool for every other dtype.
+    fn uint8_stays_uint8(&self, out: Tensor) -> Result<Tensor> {
+        if self.dtype() == DType::UInt8 {
+            out.to_dtype(DType::UInt8)
+        } else {
+            Ok(out)
+        }
+    }
+
+    /// Whether any element over `dims` (all when None) is non-zero; a bool tensor (uint8 for uint8).
     pub fn any(&self, dims: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
         let ones = self.nonzero_mask()?.to_dtype(DType::Int64)?.sum(dims, keepdim)?;
-        ones.compare_scalar(0, Cmp::Ne)
+        self.uint8_stays_uint8(ones.compare_scalar(0, Cmp::Ne)?)
     }
 
     /// The number of non-zero elements over `dims` (all when None); int64.

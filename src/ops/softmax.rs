@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::ops::elementwise::Cmp;
 use crate::tensor::layout::wrap_dim;
 use crate::tensor::Tensor;
+use crate::DType;
 
 /// The float dtype an operation computes in: floats as they are, other dtypes refused.
 fn float_input(t: &Tensor, op: &str) -> Result<()> {
@@ -29,11 +30,10 @@ impl Tensor {
     /// `log(sum(exp(x)))` over `dims` (all when None), computed stably. Integer and bool inputs
     /// are computed in float32, as in PyTorch.
     pub fn logsumexp(&self, dims: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
-        let x = if self.dtype().is_float() {
-            self.clone()
-        } else {
-            self.to_dtype(crate::tensor::default_dtype::default_float())?
-        };
+        if self.dtype().is_half() {
+            return self.to_dtype(DType::Float32)?.logsumexp(dims, keepdim)?.to_dtype(self.dtype());
+        }
+        let x = if self.dtype().is_float() { self.clone() } else { self.to_dtype(crate::tensor::default_dtype::default_float())? };
         let rd = super::reduce::reduce_dims(dims, x.ndim())?;
         let idims: Vec<isize> = rd.iter().map(|&d| d as isize).collect();
         let empty = rd.iter().any(|&d| x.shape()[d] == 0);
@@ -61,6 +61,10 @@ impl Tensor {
     /// `exp(x) / sum(exp(x))` along `dim`, as `e / e.sum()` with `e = exp(x - max)`.
     pub fn softmax(&self, dim: isize) -> Result<Tensor> {
         float_input(self, "softmax")?;
+        if self.dtype().is_half() {
+            // In float32, rounded once (NOTE [Half-precision compute]); the casts carry the gradient.
+            return self.to_dtype(DType::Float32)?.softmax(dim)?.to_dtype(self.dtype());
+        }
         let d = wrap_dim(dim, self.ndim())? as isize;
         let x = if self.ndim() == 0 { self.reshape(&[1])? } else { self.clone() };
         let e = if x.shape()[d as usize] == 0 { x.exp()? } else { x.sub(&x.shift(&[d])?)?.exp()? };
@@ -75,6 +79,10 @@ impl Tensor {
     /// `x - logsumexp(x)` along `dim`, as `z - log(sum(exp(z)))` with `z = x - max`.
     pub fn log_softmax(&self, dim: isize) -> Result<Tensor> {
         float_input(self, "log_softmax")?;
+        if self.dtype().is_half() {
+            // In float32, rounded once (NOTE [Half-precision compute]); the casts carry the gradient.
+            return self.to_dtype(DType::Float32)?.log_softmax(dim)?.to_dtype(self.dtype());
+        }
         let d = wrap_dim(dim, self.ndim())? as isize;
         let x = if self.ndim() == 0 { self.reshape(&[1])? } else { self.clone() };
         let z = if x.shape()[d as usize] == 0 { x.clone() } else { x.sub(&x.shift(&[d])?)? };

@@ -303,7 +303,7 @@ impl Tensor {
     }
 
     fn scan(&self, dim: isize, product: bool) -> Result<Tensor> {
-        if self.dtype() == DType::Bool {
+        if self.dtype() == DType::Bool || (self.dtype().is_int() && self.dtype() != DType::Int64) {
             return self.to_dtype(DType::Int64)?.scan(dim, product);
         }
         let d = wrap_dim(dim, self.ndim())?;
@@ -327,6 +327,8 @@ impl Tensor {
             (DType::Float32, true) => run::<f32>(self, d, n, 1.0, |a, b| a * b)?,
             (DType::Float64, false) => run::<f64>(self, d, n, 0.0, |a, b| a + b)?,
             (DType::Float64, true) => run::<f64>(self, d, n, 1.0, |a, b| a * b)?,
+            // NOTE [Half-precision compute]: accumulated in float32, each value rounded once.
+            (dt, _) if dt.is_half() => self.via_float32(|x| x.scan(dim, product))?.to_dtype(dt)?,
             (_, false) => run::<i64>(self, d, n, 0, i64::wrapping_add)?,
             (_, true) => run::<i64>(self, d, n, 1, i64::wrapping_mul)?,
         };

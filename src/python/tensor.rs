@@ -321,6 +321,11 @@ impl PyTensor {
         })
     }
     fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if self.inner.dtype() == DType::BFloat16 {
+            // NumPy has no bfloat16; float32 holds every bfloat16 value exactly.
+            let wide = enter(py, Cost::Elements(self.inner.numel()), || self.inner.detach().to_dtype(DType::Float32))?;
+            return to_numpy(py, &wide)?.call_method0("tolist");
+        }
         to_numpy(py, &self.inner)?.call_method0("tolist")
     }
     fn __float__(&self, py: Python<'_>) -> PyResult<f64> {
@@ -431,6 +436,54 @@ impl PyTensor {
     }
     fn bool(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         convert_to(slf, DType::Bool)
+    }
+    /// `self.to(tapegrad.int32)`.
+    ///
+    /// >>> import tapegrad as tg
+    /// >>> tg.tensor([1.7, -1.7]).int()
+    /// tensor([ 1, -1], dtype=tapegrad.int32)
+    fn int(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        convert_to(slf, DType::Int32)
+    }
+    /// `self.to(tapegrad.int16)`.
+    ///
+    /// >>> import tapegrad as tg
+    /// >>> tg.tensor([40000]).short()
+    /// tensor([-25536], dtype=tapegrad.int16)
+    fn short(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        convert_to(slf, DType::Int16)
+    }
+    /// `self.to(tapegrad.int8)`.
+    ///
+    /// >>> import tapegrad as tg
+    /// >>> tg.tensor([127, 128]).char()
+    /// tensor([ 127, -128], dtype=tapegrad.int8)
+    fn char(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        convert_to(slf, DType::Int8)
+    }
+    /// `self.to(tapegrad.uint8)`.
+    ///
+    /// >>> import tapegrad as tg
+    /// >>> tg.tensor([-1, 256]).byte()
+    /// tensor([255,   0], dtype=tapegrad.uint8)
+    fn byte(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        convert_to(slf, DType::UInt8)
+    }
+    /// `self.to(tapegrad.float16)`.
+    ///
+    /// >>> import tapegrad as tg
+    /// >>> tg.tensor([0.1]).half().item()
+    /// 0.0999755859375
+    fn half(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        convert_to(slf, DType::Float16)
+    }
+    /// `self.to(tapegrad.bfloat16)`.
+    ///
+    /// >>> import tapegrad as tg
+    /// >>> tg.tensor([0.1]).bfloat16().item()
+    /// 0.10009765625
+    fn bfloat16(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        convert_to(slf, DType::BFloat16)
     }
     fn cpu(slf: Bound<'_, Self>) -> Bound<'_, Self> {
         slf

@@ -31,12 +31,15 @@ fn item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
         let t = &t.get().inner;
         return match t.dtype() {
             DType::Bool => Ok(IndexItem::Mask(t.clone())),
-            DType::Int64 if t.numel() == 1 && t.ndim() == 0 => {
+            // A uint8 tensor is a mask, as PyTorch still takes it (deprecated there).
+            DType::UInt8 => Ok(IndexItem::Mask(enter(py, Cost::Elements(t.numel()), || t.to_dtype(DType::Bool))?)),
+            DType::Int64 | DType::Int32 if t.numel() == 1 && t.ndim() == 0 => {
                 Ok(IndexItem::Int(enter(py, Cost::Metadata, || t.item_scalar())?.as_i64() as isize))
             }
             DType::Int64 => Ok(IndexItem::Tensor(t.clone())),
+            DType::Int32 => Ok(IndexItem::Tensor(enter(py, Cost::Elements(t.numel()), || t.to_dtype(DType::Int64))?)),
             other => Err(Error::Index(format!(
-                "tensors used as indices must be int64 or bool tensors (got a {other} tensor of shape {:?})",
+                "tensors used as indices must be long, int, byte or bool tensors (got a {other} tensor of shape {:?})",
                 t.shape()
             ))
             .into()),
@@ -70,19 +73,25 @@ fn item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
         }
         // A NumPy integer scalar (np.int64(1), np.intp) or 0-d integer array is an integer, as in
         // NumPy and PyTorch; a NumPy bool scalar is a 0-d mask above, as Python's bool.
-        if t.dtype() == DType::Int64 && t.ndim() == 0 {
+        if t.dtype().is_int() && t.ndim() == 0 {
             return Ok(IndexItem::Int(enter(py, Cost::Metadata, || t.item_scalar())?.as_i64() as isize));
         }
         if t.dtype() == DType::Int64 {
             return Ok(IndexItem::Tensor(t));
         }
+        // NumPy integer arrays of any width index as NumPy does: as integers.
+        if t.dtype().is_int() {
+            return Ok(IndexItem::Tensor(enter(py, Cost::Elements(t.numel()), || t.to_dtype(DType::Int64))?));
+        }
         // An empty list is an empty integer index, as in PyTorch.
         if t.numel() == 0 {
             return Ok(IndexItem::Tensor(enter(py, Cost::Metadata, || t.to_dtype(DType::Int64))?));
         }
-        return Err(
-            Error::Index(format!("tensors used as indices must be int64 or bool tensors (got {})", t.dtype())).into()
-        );
+        return Err(Error::Index(format!(
+            "tensors used as indices must be long, int, byte or bool tensors (got {})",
+            t.dtype()
+        ))
+        .into());
     }
     Err(Error::Type(format!(
         "invalid index of type {}: use ints, slices, None, ..., a bool mask or int64 tensors",

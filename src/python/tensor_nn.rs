@@ -148,7 +148,10 @@ impl PyTensor {
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let x = with_dtype(&self.inner, dtype)?;
-        wrap(py, run(py, x.numel(), || x.prod(dim, keepdim))?)
+        // With `dtype`, the product stays in it (a narrow integer one wraps), as in PyTorch.
+        let want = x.dtype();
+        let keep = dtype.is_some_and(|d| !d.is_none());
+        wrap(py, run(py, x.numel(), || x.prod(dim, keepdim).and_then(|r| if keep { r.to_dtype(want) } else { Ok(r) }))?)
     }
     /// Index of the smallest value: of the flattened tensor, or along `dim`.
     #[pyo3(signature = (dim=None, keepdim=false))]

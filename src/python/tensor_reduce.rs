@@ -3,6 +3,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyInt;
 
+use super::convert::parse_dtype;
 use super::gateway::{enter, enter_tensor, Cost};
 use super::tensor::PyTensor;
 
@@ -22,15 +23,45 @@ fn dims_arg(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<isize>>> {
 
 #[pymethods]
 impl PyTensor {
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn sum(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyAny>> {
+    /// `dtype=`: the input is converted to it first, and the sum stays in it (so an integer sum
+    /// can wrap in a narrow type), as in PyTorch.
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn sum(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         let dims = dims_arg(dim)?;
-        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.sum(dims.as_deref(), keepdim))
+        let dt = dtype.filter(|d| !d.is_none()).map(parse_dtype).transpose()?;
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || {
+            let x = match dt {
+                Some(d) if d != self.inner.dtype() => self.inner.to_dtype(d)?,
+                _ => self.inner.clone(),
+            };
+            let s = x.sum(dims.as_deref(), keepdim)?;
+            match dt {
+                Some(d) if d != s.dtype() => s.to_dtype(d),
+                _ => Ok(s),
+            }
+        })
     }
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn mean(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyAny>> {
+    /// `dtype=`: the input is converted to it first, as in PyTorch.
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn mean(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         let dims = dims_arg(dim)?;
-        enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.mean(dims.as_deref(), keepdim))
+        let dt = dtype.filter(|d| !d.is_none()).map(parse_dtype).transpose()?;
+        enter_tensor(py, Cost::Elements(self.inner.numel()), || match dt {
+            Some(d) if d != self.inner.dtype() => self.inner.to_dtype(d)?.mean(dims.as_deref(), keepdim),
+            _ => self.inner.mean(dims.as_deref(), keepdim),
+        })
     }
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn max(&self, py: Python<'_>, dim: Option<isize>, keepdim: bool) -> PyResult<Py<PyAny>> {

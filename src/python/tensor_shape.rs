@@ -95,8 +95,10 @@ impl PyTensor {
     /// >>> import tapegrad as tg
     /// >>> tg.zeros(2, dtype=tg.float64).element_size()
     /// 8
+    /// >>> tg.zeros(2, dtype=tg.bfloat16).element_size()
+    /// 2
     fn element_size(&self) -> usize {
-        crate::dispatch_all!(self.inner.dtype(), T => std::mem::size_of::<T>())
+        self.inner.dtype().size()
     }
     /// The size in bytes of one element (`element_size()`).
     ///

@@ -124,13 +124,21 @@ impl PyTensor {
     #[pyo3(signature = (dim, *, dtype=None))]
     fn cumsum(&self, py: Python<'_>, dim: isize, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let x = with_dtype(&self.inner, dtype)?;
-        enter_tensor(py, Cost::Elements(x.numel()), || x.cumsum(dim))
+        // With `dtype`, the result stays in it (a narrow integer one wraps), as in PyTorch.
+        let (want, keep) = (x.dtype(), dtype.is_some_and(|d| !d.is_none()));
+        enter_tensor(py, Cost::Elements(x.numel()), || {
+            x.cumsum(dim).and_then(|r| if keep { r.to_dtype(want) } else { Ok(r) })
+        })
     }
     /// Cumulative product along `dim` (int64 for integer and bool inputs unless `dtype` is given).
     #[pyo3(signature = (dim, *, dtype=None))]
     fn cumprod(&self, py: Python<'_>, dim: isize, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let x = with_dtype(&self.inner, dtype)?;
-        enter_tensor(py, Cost::Elements(x.numel()), || x.cumprod(dim))
+        // With `dtype`, the result stays in it (a narrow integer one wraps), as in PyTorch.
+        let (want, keep) = (x.dtype(), dtype.is_some_and(|d| !d.is_none()));
+        enter_tensor(py, Cost::Elements(x.numel()), || {
+            x.cumprod(dim).and_then(|r| if keep { r.to_dtype(want) } else { Ok(r) })
+        })
     }
     /// Running maximum along `dim` and where each was reached: `(values, indices)`.
     fn cummax(&self, py: Python<'_>, dim: isize) -> PyResult<Py<PyAny>> {

@@ -92,7 +92,7 @@ impl Tensor {
             let v: Vec<T> = (0..n)
                 .map(|i| {
                     let x = start + i as f64 * step;
-                    if dtype == DType::Int64 { T::from_i64(x as i64) } else { T::from_f64(x) }
+                    if dtype.is_int() { T::from_i64(x as i64) } else { T::from_f64(x) }
                 })
                 .collect();
             Tensor::from_vec(v, &[n])

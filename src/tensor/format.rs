@@ -62,7 +62,7 @@ enum Style {
 
 fn pick_style(dtype: DType, vals: &[f64], sci_mode: Option<bool>) -> Style {
     match dtype {
-        DType::Int64 => return Style::Int,
+        d if d.is_int() => return Style::Int,
         DType::Bool => return Style::Bool,
         _ => {}
     }
@@ -149,9 +149,9 @@ fn shown_strings(t: &Tensor, kept: &[Vec<usize>], opts: &PrintOptions) -> crate:
             idx[d] = 0;
         }
     }
-    if t.dtype() == DType::Int64 {
-        let vals = read_at::<i64>(t, &positions)?;
-        return Ok(vals.iter().map(|v| v.to_string()).collect());
+    if t.dtype().is_int() {
+        return crate::dispatch_int!(t.dtype(), T => Ok(read_at::<T>(t, &positions)?.iter().map(|v| v.to_string()).collect()),
+            _ => unreachable!("an integer dtype"));
     }
     let vals = crate::dispatch_all!(t.dtype(), T => read_at::<T>(t, &positions)?
         .into_iter()
@@ -278,8 +278,10 @@ impl Layout<'_> {
 pub fn format_tensor(t: &Tensor) -> String {
     let mut s = format_data(t);
     s.pop();
-    // An empty tensor shows every dtype but the default: there are no elements to tell it by.
-    if t.dtype() == DType::Float64 || (t.numel() == 0 && t.dtype() != DType::Float32) {
+    // The dtypes the values cannot show (as PyTorch: all but float32, int64 and bool); an empty
+    // tensor shows every dtype but the default: there are no elements to tell it by.
+    let shown = !matches!(t.dtype(), DType::Float32 | DType::Int64 | DType::Bool);
+    if shown || (t.numel() == 0 && t.dtype() != DType::Float32) {
         s.push_str(&format!(", dtype=tapegrad.{}", t.dtype()));
     }
     if let Some(f) = t.grad_fn() {

@@ -501,8 +501,8 @@ impl Tensor {
         Ok(match self.dtype() {
             DType::Int64 => Scalar::Int(self.to_vec::<i64>()?[0]),
             DType::Bool => Scalar::Bool(self.to_vec::<bool>()?[0]),
-            DType::Float32 => Scalar::Float(self.to_vec::<f32>()?[0] as f64),
-            DType::Float64 => Scalar::Float(self.to_vec::<f64>()?[0]),
+            dt if dt.is_int() => Scalar::Int(crate::dispatch_all!(dt, T => self.to_vec::<T>()?[0].to_i64())),
+            dt => Scalar::Float(crate::dispatch_all!(dt, T => self.to_vec::<T>()?[0].to_f64())),
         })
     }
 }

@@ -153,6 +153,18 @@ pub enum Buffer {
     I64(Data<i64>),
     /// bool data
     Bool(Data<bool>),
+    /// uint8 data
+    U8(Data<u8>),
+    /// int8 data
+    I8(Data<i8>),
+    /// int16 data
+    I16(Data<i16>),
+    /// int32 data
+    I32(Data<i32>),
+    /// float16 data
+    F16(Data<half::f16>),
+    /// bfloat16 data
+    BF16(Data<half::bf16>),
 }
 
 macro_rules! each_buffer {
@@ -162,6 +174,12 @@ macro_rules! each_buffer {
             Buffer::F64($v) => $body,
             Buffer::I64($v) => $body,
             Buffer::Bool($v) => $body,
+            Buffer::U8($v) => $body,
+            Buffer::I8($v) => $body,
+            Buffer::I16($v) => $body,
+            Buffer::I32($v) => $body,
+            Buffer::F16($v) => $body,
+            Buffer::BF16($v) => $body,
         }
     };
 }
@@ -174,6 +192,12 @@ impl Buffer {
             Buffer::F64(_) => DType::Float64,
             Buffer::I64(_) => DType::Int64,
             Buffer::Bool(_) => DType::Bool,
+            Buffer::U8(_) => DType::UInt8,
+            Buffer::I8(_) => DType::Int8,
+            Buffer::I16(_) => DType::Int16,
+            Buffer::I32(_) => DType::Int32,
+            Buffer::F16(_) => DType::Float16,
+            Buffer::BF16(_) => DType::BFloat16,
         }
     }
 

@@ -95,8 +95,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> 
     tensor([[4., 5.],
             [0., 1.]])
     """
-    if input.dtype != tg.int64:
-        raise RuntimeError(f"embedding(): indices must be an int64 tensor, got {input.dtype}")
+    if input.dtype not in (tg.int64, tg.int32):
+        raise RuntimeError(f"embedding(): indices must be an int64 or int32 tensor, got {input.dtype}")
     out = weight.index_select(0, input.reshape(-1)).reshape(*input.shape, weight.shape[1])
     if padding_idx is not None:
         if padding_idx < 0:

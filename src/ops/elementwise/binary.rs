@@ -4,13 +4,13 @@
 use super::compare::{Cmp, Logical};
 use crate::autograd::node::Node;
 use crate::autograd::record::{record, record_with_jvp, record_with_scalar, Save};
-use crate::dispatch_float;
 use crate::error::{Error, Result};
 use crate::ops::formula::{Need, SingleOutput};
 use crate::ops::kernel::{map, map_cost, zip, zip_cost, Cost};
 use crate::tensor::dtype::{DType, Scalar};
-use crate::tensor::element::Float;
+use crate::tensor::element::{Element, Float, Int};
 use crate::tensor::Tensor;
+use crate::{dispatch_float, dispatch_int};
 
 /// Two-input arithmetic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +46,7 @@ impl Binary {
         }
         let d = DType::promote_operands(a.dtype(), a.ndim(), b.dtype(), b.ndim());
         Ok(match (self, d) {
-            (Binary::Div, DType::Int64 | DType::Bool) => crate::tensor::default_dtype::default_float(),
+            (Binary::Div, d) if !d.is_float() => crate::tensor::default_dtype::default_float(),
             (Binary::Pow, DType::Bool) => return Err(Error::dtype("\"pow\" not implemented for 'Bool'")),
             _ => d,
         })
@@ -59,14 +59,18 @@ impl Binary {
                 Binary::Mul => zip(a, b, |x: bool, y: bool| x & y),
                 _ => Err(Error::dtype(format!("{self:?} is not defined for bool tensors"))),
             },
-            DType::Int64 => match self {
-                Binary::Add => zip(a, b, |x: i64, y: i64| x.wrapping_add(y)),
-                Binary::Sub => zip(a, b, |x: i64, y: i64| x.wrapping_sub(y)),
-                Binary::Mul => zip(a, b, |x: i64, y: i64| x.wrapping_mul(y)),
-                Binary::Pow => zip(a, b, int_pow),
-                Binary::Div => Err(Error::dtype("integer division goes through float32")),
-            },
-            dt => dispatch_float!(dt, "arithmetic", T => self.float_kernel::<T>(a, b)),
+            dt => dispatch_int!(dt, T => self.int_kernel::<T>(a, b),
+                other => dispatch_float!(other, "arithmetic", T => self.float_kernel::<T>(a, b))),
+        }
+    }
+
+    fn int_kernel<T: Int>(self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        match self {
+            Binary::Add => zip(a, b, |x: T, y: T| x.wrapping_add(&y)),
+            Binary::Sub => zip(a, b, |x: T, y: T| x.wrapping_sub(&y)),
+            Binary::Mul => zip(a, b, |x: T, y: T| x.wrapping_mul(&y)),
+            Binary::Pow => zip(a, b, |x: T, y: T| int_pow(x, Element::to_i64(y))),
+            Binary::Div => Err(Error::dtype("integer division goes through float32")),
         }
     }
 
@@ -192,23 +196,23 @@ fn node_input_nonneg(out: &Tensor, zero_base: &Tensor) -> Result<Tensor> {
 
 /// `x ** y` on integers, wrapping as PyTorch's integer kernels: by squaring over the whole 64-bit
 /// exponent (`2 ** (2**32 + 1)` is 0, not 2). A negative exponent truncates 1/x^|y| toward 0.
-fn int_pow(x: i64, y: i64) -> i64 {
+fn int_pow<T: Int>(x: T, y: i64) -> T {
     if y >= 0 {
-        let (mut base, mut e, mut acc) = (x, y as u64, 1i64);
+        let (mut base, mut e, mut acc) = (x, y as u64, T::one());
         while e > 0 {
             if e & 1 == 1 {
-                acc = acc.wrapping_mul(base);
+                acc = acc.wrapping_mul(&base);
             }
-            base = base.wrapping_mul(base);
+            base = base.wrapping_mul(&base);
             e >>= 1;
         }
         acc
     } else {
-        match x {
-            1 => 1,
-            -1 if y % 2 == 0 => 1,
-            -1 => -1,
-            _ => 0,
+        match Element::to_i64(x) {
+            1 => T::one(),
+            -1 if y % 2 == 0 => T::one(),
+            -1 => x,
+            _ => T::zero(),
         }
     }
 }
@@ -268,10 +272,8 @@ impl ScalarOp {
         }
         let d = s.result_dtype_with(t);
         Ok(match (self, d) {
-            (ScalarOp::Div | ScalarOp::RDiv, DType::Int64 | DType::Bool) => {
-                crate::tensor::default_dtype::default_float()
-            }
-            (ScalarOp::Pow, DType::Int64) if s.is_negative() => {
+            (ScalarOp::Div | ScalarOp::RDiv, d) if !d.is_float() => crate::tensor::default_dtype::default_float(),
+            (ScalarOp::Pow, d) if d.is_int() && s.is_negative() => {
                 return Err(Error::dtype("Integers to negative integer powers are not allowed."))
             }
             (ScalarOp::RPow, DType::Bool) => return Err(Error::dtype("\"pow\" not implemented for 'Bool'")),
@@ -290,20 +292,28 @@ impl ScalarOp {
                     _ => Err(Error::dtype(format!("{self:?} is not defined for bool tensors"))),
                 }
             }
-            DType::Int64 => {
-                // Only int and bool scalars reach here (a float one makes the result float32).
-                let v = s.as_i64();
+            dt if dt.is_int() => dispatch_int!(dt, T => {
+                // Only int and bool scalars reach here (a float one makes the result float32). The
+                // scalar wraps into the tensor's type, which modular arithmetic makes exact.
+                let e = s.as_i64();
+                let v = T::from_i64(e);
                 match self {
-                    ScalarOp::Add => map(x, move |a: i64| a.wrapping_add(v)),
-                    ScalarOp::Sub => map(x, move |a: i64| a.wrapping_sub(v)),
-                    ScalarOp::RSub => map(x, move |a: i64| v.wrapping_sub(a)),
-                    ScalarOp::Mul => map(x, move |a: i64| a.wrapping_mul(v)),
-                    ScalarOp::Pow => map(x, move |a: i64| int_pow(a, v)),
-                    ScalarOp::RPow => map(x, move |a: i64| int_pow(v, a)),
+                    ScalarOp::Add => map(x, move |a: T| a.wrapping_add(v)),
+                    ScalarOp::Sub => map(x, move |a: T| a.wrapping_sub(v)),
+                    ScalarOp::RSub => map(x, move |a: T| v.wrapping_sub(a)),
+                    ScalarOp::Mul => map(x, move |a: T| a.wrapping_mul(v)),
+                    ScalarOp::Pow => map(x, move |a: T| int_pow(a, e)),
+                    ScalarOp::RPow => map(x, move |a: T| int_pow(v, Element::to_i64(a))),
                     ScalarOp::Div | ScalarOp::RDiv => Err(Error::dtype("integer division goes through float32")),
                 }
+            }, _ => unreachable!("an integer dtype")),
+            // In float32 (NOTE [Half-precision compute]), with the scalar first rounded to the
+            // tensor's 16-bit type, as PyTorch converts it to the operation's dtype.
+            dt if dt.is_half() => {
+                let s = Scalar::Float(crate::dispatch_all!(dt, T => s.to_element::<T>().to_f64()));
+                crate::ops::kernel::widened(x, |w| self.kernel(w, s))
             }
-            dt => dispatch_float!(dt, "arithmetic", T => {
+            dt => crate::dispatch_float_wide!(dt, "arithmetic", T => {
                 let v: T = s.to_element();
                 match self {
                     ScalarOp::Add => map(x, move |a: T| a + v),

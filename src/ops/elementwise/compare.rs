@@ -14,7 +14,7 @@ use crate::tensor::dtype::{DType, Scalar};
 use crate::tensor::element::Element;
 use crate::tensor::layout::broadcast_shapes;
 use crate::tensor::Tensor;
-use crate::{dispatch_all, dispatch_float};
+use crate::{dispatch_all, dispatch_float, dispatch_int};
 
 /// Logical operations of two tensors taken as bools.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,9 +101,9 @@ impl Tensor {
     #[allow(clippy::bool_comparison)]
     pub fn compare_scalar(&self, s: impl Into<Scalar>, op: Cmp) -> Result<Tensor> {
         let s = s.into();
-        let dt =
-            s.result_dtype_with(self.dtype()).promote(if let Scalar::Int(_) = s { DType::Int64 } else { DType::Bool });
-        let dt = if self.dtype().is_float() { self.dtype() } else { dt };
+        // In the result type, as PyTorch: the scalar is converted to it first, so a uint8 tensor
+        // compared with 456 sees 200.
+        let dt = s.result_dtype_with(self.dtype());
         let x = self.detach().to_dtype(dt)?;
         dispatch_all!(dt, T => {
             let v: T = s.to_element();
@@ -197,12 +197,12 @@ impl Tensor {
             return self.to_dtype(want)?.clamp_scalar(min, max);
         }
         let out = match self.dtype() {
-            DType::Int64 => {
+            dt if dt.is_int() => dispatch_int!(dt, T => {
                 // Only int and bool bounds get here: a float bound made the tensor float32 above.
                 let (lo, hi) =
                     (min.map(Scalar::as_i64).unwrap_or(i64::MIN), max.map(Scalar::as_i64).unwrap_or(i64::MAX));
-                map(self, move |x: i64| x.max(lo).min(hi))?
-            }
+                map(self, move |x: T| T::from_i64(x.to_i64().max(lo).min(hi)))?
+            }, _ => unreachable!("an integer dtype")),
             dt => dispatch_float!(dt, "clamp", T => {
                 let l: T = min.map(|v| v.to_element()).unwrap_or(<T as num_traits::Float>::neg_infinity());
                 let h: T = max.map(|v| v.to_element()).unwrap_or(<T as num_traits::Float>::infinity());
@@ -323,24 +323,25 @@ impl Tensor {
     /// shifts take integers only). Not differentiable.
     pub fn bitwise(&self, other: &Tensor, op: Bitwise) -> Result<Tensor> {
         let dt = DType::promote_operands(self.dtype(), self.ndim(), other.dtype(), other.ndim());
-        let refused = |d: DType| {
-            let name = match d {
-                DType::Bool => "Bool",
-                DType::Float32 => "Float",
-                _ => "Double",
-            };
-            Err(Error::dtype(format!("\"{}\" not implemented for '{name}'", op.kernel_name())))
-        };
+        let refused =
+            |d: DType| Err(Error::dtype(format!("\"{}\" not implemented for '{}'", op.kernel_name(), d.torch_name())));
         let (a, b) = (self.detach().to_dtype(dt)?, other.detach().to_dtype(dt)?);
         match (dt, op) {
             (DType::Bool, Bitwise::And) => zip(&a, &b, |x: bool, y: bool| x & y),
             (DType::Bool, Bitwise::Or) => zip(&a, &b, |x: bool, y: bool| x | y),
             (DType::Bool, Bitwise::Xor) => zip(&a, &b, |x: bool, y: bool| x ^ y),
-            (DType::Int64, Bitwise::And) => zip(&a, &b, |x: i64, y: i64| x & y),
-            (DType::Int64, Bitwise::Or) => zip(&a, &b, |x: i64, y: i64| x | y),
-            (DType::Int64, Bitwise::Xor) => zip(&a, &b, |x: i64, y: i64| x ^ y),
-            (DType::Int64, Bitwise::LeftShift) => zip(&a, &b, shift_left),
-            (DType::Int64, Bitwise::RightShift) => zip(&a, &b, shift_right),
+            // Narrow integers in i64 and wrapped back: exact for every one of these, shifts included
+            // (a shift past the type's width leaves 0, or -1 for a negative value shifted right).
+            (d, _) if d.is_int() => dispatch_int!(d, T => {
+                let f: fn(i64, i64) -> i64 = match op {
+                    Bitwise::And => |x, y| x & y,
+                    Bitwise::Or => |x, y| x | y,
+                    Bitwise::Xor => |x, y| x ^ y,
+                    Bitwise::LeftShift => shift_left,
+                    Bitwise::RightShift => shift_right,
+                };
+                zip(&a, &b, move |x: T, y: T| T::from_i64(f(x.to_i64(), y.to_i64())))
+            }, _ => unreachable!("an integer dtype")),
             (d, _) => refused(d),
         }
     }
@@ -382,7 +383,9 @@ impl Tensor {
     pub fn bitwise_not(&self) -> Result<Tensor> {
         match self.dtype() {
             DType::Bool => self.logical_not(),
-            DType::Int64 => map(&self.detach(), |x: i64| !x),
+            d if d.is_int() => {
+                dispatch_int!(d, T => map(&self.detach(), |x: T| !x), _ => unreachable!("an integer dtype"))
+            }
             _ => Err(Error::dtype("~ (operator.invert) is only implemented on integer and Boolean-type tensors")),
         }
     }
@@ -406,11 +409,10 @@ impl Tensor {
     /// everywhere for integers and bools.
     fn float_test(&self, test: fn(f64) -> bool, otherwise: bool) -> Result<Tensor> {
         let x = self.detach();
-        match x.dtype() {
-            DType::Float32 => map(&x, move |v: f32| test(v as f64)),
-            DType::Float64 => map(&x, move |v: f64| test(v)),
-            DType::Int64 => map(&x, move |_: i64| otherwise),
-            DType::Bool => map(&x, move |_: bool| otherwise),
+        if x.dtype().is_float() {
+            dispatch_all!(x.dtype(), T => map(&x, move |v: T| test(v.to_f64())))
+        } else {
+            Tensor::full(x.shape(), Scalar::Bool(otherwise), DType::Bool)
         }
     }
 }

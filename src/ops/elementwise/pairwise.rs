@@ -8,11 +8,12 @@ use super::compare::{Cmp, Logical};
 use super::zero_like;
 use crate::autograd::node::Node;
 use crate::autograd::record::{record, Save};
-use crate::dispatch_float;
+use crate::dispatch_float_wide;
 use crate::error::{Error, Result};
 use crate::ops::formula::{Need, SingleOutput};
 use crate::ops::kernel::{zip, zip_cost, Cost};
 use crate::tensor::dtype::{DType, Scalar};
+use crate::tensor::element::Element;
 use crate::tensor::Tensor;
 
 /// Two-input element-wise functions with broadcasting and dtype promotion.
@@ -78,11 +79,19 @@ enum Keep {
     Nothing,
 }
 
-/// A float kernel from one expression in `x` and `y` of type `T` (`f32` or `f64`).
+/// A float kernel from one expression in `x` and `y` of type `T` (`f32` or `f64`); float16 and
+/// bfloat16 run it in float32 (NOTE [Half-precision compute]).
 macro_rules! float_zip {
     ($cost:ident, |$x:ident, $y:ident| $body:expr) => {
         Box::new(move |a: &Tensor, b: &Tensor| -> Result<Tensor> {
-            dispatch_float!(a.dtype(), "this operation", T => zip_cost(a, b, Cost::$cost, move |$x: T, $y: T| -> T { $body }))
+            let kernel = |a: &Tensor, b: &Tensor| -> Result<Tensor> {
+                dispatch_float_wide!(a.dtype(), "this operation", T => zip_cost(a, b, Cost::$cost, move |$x: T, $y: T| -> T { $body }))
+            };
+            if a.dtype().is_half() {
+                crate::ops::kernel::widened2(a, b, kernel)
+            } else {
+                kernel(a, b)
+            }
         })
     };
 }
@@ -286,19 +295,20 @@ impl Tensor {
             (DType::Bool, _, Bools::Refused(kernel)) => {
                 return Err(Error::dtype(format!("\"{kernel}\" not implemented for 'Bool'")))
             }
-            (DType::Bool, _, Bools::ToFloat) | (DType::Int64, Ints::ToFloat, _) => {
-                crate::tensor::default_dtype::default_float()
-            }
+            (DType::Bool, _, Bools::ToFloat) => crate::tensor::default_dtype::default_float(),
+            (d, Ints::ToFloat, _) if d.is_int() => crate::tensor::default_dtype::default_float(),
             (d, _, _) => d,
         };
         let (a, b) = (self.to_dtype(dt)?, other.to_dtype(dt)?);
         let out = match (dt, &row.ints, &row.bools) {
             (DType::Bool, _, Bools::Exact(f)) => zip(&a, &b, |x: bool, y: bool| f(x, y))?,
-            (DType::Int64, Ints::Exact { f, divides }, _) => {
+            (d, Ints::Exact { f, divides }, _) if d.is_int() => {
                 if *divides && b.detach().eq_scalar(0)?.any_true()? {
                     return Err(Error::value("ZeroDivisionError"));
                 }
-                zip(&a, &b, |x: i64, y: i64| f(x, y))?
+                // Narrow integers compute in i64 and wrap back on store (exact for these functions).
+                crate::dispatch_int!(d, T => zip(&a, &b, |x: T, y: T| T::from_i64(f(x.to_i64(), y.to_i64())))?,
+                    _ => unreachable!("an integer dtype"))
             }
             _ => (row.float)(&a, &b)?,
         };

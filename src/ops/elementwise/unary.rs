@@ -10,11 +10,12 @@ use super::special::Special;
 use super::zero_like;
 use crate::autograd::node::Node;
 use crate::autograd::record::{record_with_jvp, Save};
-use crate::dispatch_float;
+use crate::dispatch_float_wide;
 use crate::error::{Error, Result};
 use crate::ops::formula::{Need, SingleOutput};
 use crate::ops::kernel::{map, map_cost, Cost};
 use crate::tensor::dtype::DType;
+use crate::tensor::element::Element;
 use crate::tensor::Tensor;
 
 /// One-input element-wise operations.
@@ -235,11 +236,19 @@ pub(crate) struct Entry {
 }
 
 /// A float kernel from one expression in `x`, whose type is `T` (`f32` or `f64`): the same
-/// expression is compiled for both, so `x.exp()` calls each type's own `exp`.
+/// expression is compiled for both, so `x.exp()` calls each type's own `exp`. float16 and bfloat16
+/// run it in float32 (NOTE [Half-precision compute]).
 macro_rules! float_kernel {
     ($cost:ident, |$x:ident| $body:expr) => {
         Box::new(move |t: &Tensor| -> Result<Tensor> {
-            dispatch_float!(t.dtype(), "this operation", T => map_cost(t, Cost::$cost, move |$x: T| -> T { $body }))
+            let kernel = |t: &Tensor| -> Result<Tensor> {
+                dispatch_float_wide!(t.dtype(), "this operation", T => map_cost(t, Cost::$cost, move |$x: T| -> T { $body }))
+            };
+            if t.dtype().is_half() {
+                crate::ops::kernel::widened(t, kernel)
+            } else {
+                kernel(t)
+            }
         })
     };
 }
@@ -622,10 +631,15 @@ impl Tensor {
     pub fn unary(&self, op: Unary) -> Result<Tensor> {
         let row = op.entry();
         match self.dtype() {
-            DType::Int64 => match row.ints {
-                Ints::Exact(f) => map(self, |x: i64| f(x)),
+            dt if dt.is_int() => match row.ints {
+                // Narrow integers in i64, wrapped back on store (so abs of int8 -128 stays -128, as
+                // in PyTorch).
+                Ints::Exact(f) => crate::dispatch_int!(dt, T => map(self, |x: T| T::from_i64(f(x.to_i64()))),
+                    _ => unreachable!("an integer dtype")),
                 Ints::ToFloat => self.to_dtype(crate::tensor::default_dtype::default_float())?.unary(op),
-                Ints::Refused(message) => Err(Error::dtype(message)),
+                Ints::Refused(message) => {
+                    Err(Error::dtype(message.replace("'Long'", &format!("'{}'", dt.torch_name()))))
+                }
             },
             DType::Bool => match row.bools {
                 Bools::ToFloat => self.to_dtype(crate::tensor::default_dtype::default_float())?.unary(op),

@@ -1,5 +1,6 @@
 //! NumPy arrays to tensors and back (always a copy), including arrays of more dimensions than
-//! rust-numpy's typed arrays take and dtypes tapegrad widens exactly or refuses.
+//! rust-numpy's typed arrays take. Each NumPy dtype tapegrad has converts to the same dtype; every
+//! other one is refused with a `TypeError` naming it.
 
 use numpy::{IntoPyArray, PyArrayDyn, PyArrayMethods};
 use pyo3::prelude::*;
@@ -40,12 +41,12 @@ pub(crate) fn tensor_from_numpy(arr: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     try_type!(f64);
     try_type!(i64);
     try_type!(bool);
-    let np = arr.py().import("numpy")?;
+    try_type!(i32);
+    try_type!(i16);
+    try_type!(i8);
+    try_type!(u8);
     let dtype = arr.getattr("dtype")?;
-    let kind: String = dtype.getattr("kind")?.extract()?;
-    let itemsize: usize = dtype.getattr("itemsize")?.extract()?;
-    // Never a silent reinterpretation: a non-native byte order is refused (as PyTorch does), and
-    // so are values the target dtype cannot hold.
+    // Never a silent reinterpretation: a non-native byte order is refused (PyTorch refuses it too).
     if !dtype.getattr("isnative")?.extract::<bool>()? {
         return Err(Error::Type(format!(
             "can't convert a NumPy array of dtype {} to a tensor: its byte order is not the machine's; \
@@ -54,49 +55,77 @@ pub(crate) fn tensor_from_numpy(arr: &Bound<'_, PyAny>) -> PyResult<Tensor> {
         ))
         .into());
     }
-    if kind == "u" && itemsize == 8 {
-        let above = arr.rich_compare(i64::MAX as u64, pyo3::basic::CompareOp::Gt)?;
-        let too_big = np.call_method1("any", (above,))?.is_truthy()?;
-        if too_big {
-            return Err(Error::Overflow(
-                "can't convert a uint64 array holding values above 2**63 - 1 to a tensor: tapegrad's integer dtype is int64".into()).into());
-        }
+    let name: String = dtype.getattr("name")?.extract()?;
+    if name == "float16" {
+        // rust-numpy has no float16 element without an extra feature: read the bits as uint16.
+        let bits = arr.call_method1("view", ("uint16",))?;
+        let a = bits.cast::<PyArrayDyn<u16>>()?;
+        let ro = a.try_readonly().map_err(|e| Error::Value(e.to_string()))?;
+        let view = ro.as_array();
+        let dtype = crate::DType::Float16;
+        enter(arr.py(), Cost::Metadata, || crate::tensor::create::check_alloc(view.shape(), dtype))?;
+        return Ok(Tensor::from_array(view.map(|&b| half::f16::from_bits(b))));
     }
-    if kind == "f" && itemsize > 8 {
-        return Err(Error::Type(format!(
-            "can't convert an array of dtype {} to a tensor without losing precision: tapegrad has float32 and float64",
-            dtype.str()?
-        ))
-        .into());
-    }
-    let target = match kind.as_str() {
-        // Exact widenings (uint8/int32 to int64, float16 to float32) until tapegrad has those dtypes.
-        "i" | "u" => "int64",
-        "f" => "float32",
-        "b" => "bool",
-        _ => {
-            return Err(Error::Type(format!(
-                "can't convert an array of dtype {} to a tensor: tapegrad has float32, float64, int64 and bool",
-                arr.getattr("dtype")?.str()?
-            ))
-            .into())
+    // Every other dtype (uint16/32/64, float128, complex, object, strings, datetimes...) is refused
+    // by name: there is no exact conversion to one of tapegrad's dtypes.
+    Err(Error::Type(format!(
+        "can't convert a NumPy array of dtype {name} to a tensor: tapegrad has bool, uint8, int8, int16, \
+         int32, int64, float16, float32 and float64 (bfloat16 has no NumPy dtype)"
+    ))
+    .into())
+}
+/// `dispatch_all!` over the dtypes rust-numpy has elements for (all but the 16-bit floats, which
+/// `to_numpy` handles first).
+macro_rules! numpy_dtypes {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            crate::DType::Float16 | crate::DType::BFloat16 => unreachable!("handled above"),
+            crate::DType::Float32 => {
+                type $T = f32;
+                $body
+            }
+            crate::DType::Float64 => {
+                type $T = f64;
+                $body
+            }
+            crate::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+            other => crate::dispatch_int!(other, $T => $body, _ => unreachable!("an integer dtype")),
         }
     };
-    // `asarray`, not `ascontiguousarray`: the latter makes a 0-d array 1-d.
-    let kwargs = pyo3::types::PyDict::new(arr.py());
-    kwargs.set_item("dtype", target)?;
-    kwargs.set_item("order", "C")?;
-    let converted = np.call_method("asarray", (arr,), Some(&kwargs))?;
-    tensor_from_numpy(&converted)
 }
 
 /// The data as a new NumPy array.
 pub(crate) fn to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
     let cost = Cost::Elements(t.numel());
+    match t.dtype() {
+        crate::DType::BFloat16 => {
+            return Err(Error::Type(
+                "Got unsupported ScalarType BFloat16: NumPy has no bfloat16 dtype; \
+                 convert with t.float() first"
+                    .into(),
+            )
+            .into())
+        }
+        crate::DType::Float16 => {
+            // As bits (see tensor_from_numpy), viewed back as float16.
+            let bits = enter(py, cost, || t.to_array::<half::f16>())?.mapv(|x| x.to_bits());
+            let flat = t.ndim() > RUST_NUMPY_MAX_DIMS;
+            let arr = if flat {
+                bits.into_raw_vec_and_offset().0.into_pyarray(py).into_any()
+            } else {
+                bits.into_pyarray(py).into_any()
+            };
+            let arr = arr.call_method1("view", ("float16",))?;
+            return if flat { arr.call_method1("reshape", (PyTuple::new(py, t.shape())?,)) } else { Ok(arr) };
+        }
+        _ => {}
+    }
     if t.ndim() > RUST_NUMPY_MAX_DIMS {
-        let flat =
-            crate::dispatch_all!(t.dtype(), T => enter(py, cost, || t.to_vec::<T>())?.into_pyarray(py).into_any());
+        let flat = numpy_dtypes!(t.dtype(), T => enter(py, cost, || t.to_vec::<T>())?.into_pyarray(py).into_any());
         return flat.call_method1("reshape", (PyTuple::new(py, t.shape())?,));
     }
-    Ok(crate::dispatch_all!(t.dtype(), T => enter(py, cost, || t.to_array::<T>())?.into_pyarray(py).into_any()))
+    Ok(numpy_dtypes!(t.dtype(), T => enter(py, cost, || t.to_array::<T>())?.into_pyarray(py).into_any()))
 }

@@ -8,8 +8,26 @@ use super::{scalar, tensor_from_numpy};
 use crate::error::Error;
 use crate::python::gateway::{enter, Cost};
 use crate::python::tensor::PyTensor;
-use crate::tensor::dtype::DType;
+use crate::tensor::dtype::{DType, Scalar};
 use crate::Tensor;
+
+/// Refuses Python numbers in `[lo, hi]` that an integer dtype `d` cannot hold, as PyTorch's
+/// `tensor(..., dtype=...)` does; a uint8 takes negative integers down to -255, which wrap (PyTorch
+/// allows that for unsigned types).
+fn check_fits(lo: f64, hi: f64, float: bool, d: DType) -> PyResult<()> {
+    let (min, max) = match d {
+        DType::UInt8 => (0.0, 255.0),
+        DType::Int8 => (-128.0, 127.0),
+        DType::Int16 => (-32768.0, 32767.0),
+        DType::Int32 => (-2147483648.0, 2147483647.0),
+        _ => return Ok(()),
+    };
+    let min = if d == DType::UInt8 && !float { -max } else { min };
+    if lo < min || hi > max {
+        return Err(Error::Dtype(format!("value cannot be converted to type {} without overflow", d.name())).into());
+    }
+    Ok(())
+}
 
 /// `tg.tensor(data)`: Python floats become float32, ints int64, bools bool; arrays keep their dtype.
 pub(crate) fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Tensor> {
@@ -23,6 +41,9 @@ pub(crate) fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) ->
         // Made directly in a requested float dtype: going through float32 first would round
         // `tensor(1e-300, dtype=float64)` to 0.
         let direct = dtype.filter(|d| d.is_float() || !s.natural_dtype().is_float());
+        if let Some(d) = dtype {
+            check_fits(s.as_f64(), s.as_f64(), matches!(s, Scalar::Float(_)), d)?;
+        }
         enter(py, Cost::Metadata, || Tensor::scalar_tensor(s, direct.unwrap_or(s.natural_dtype())))?
     } else {
         let np = py.import("numpy")?;
@@ -59,8 +80,19 @@ pub(crate) fn tensor_from_data(data: &Bound<'_, PyAny>, dtype: Option<DType>) ->
         // Python floats default to float32, unless a dtype was asked for: then they are converted
         // once, straight from float64 (so `tensor([1e-300], dtype=float64)` keeps its value).
         let arr = match dtype {
-            Some(d) if !is_array && kind != "O" && kind != "U" && kind != "S" => {
-                arr.call_method1("astype", (d.name(),))?
+            // (NumPy has no bfloat16: float32 first, as PyTorch converts a Python float.)
+            Some(d) if !is_array && d.is_float() && kind != "O" && kind != "U" && kind != "S" => {
+                arr.call_method1("astype", (if d == DType::BFloat16 { "float32" } else { d.name() },))?
+            }
+            // Python numbers into an integer dtype must fit it, as in PyTorch (a NumPy array or a
+            // tensor is cast instead, wrapping).
+            Some(d) if !is_array && d.is_int() && matches!(kind.as_str(), "i" | "f" | "b") => {
+                if arr.getattr("size")?.extract::<usize>()? > 0 {
+                    let lo: f64 = np.call_method1("min", (&arr,))?.extract()?;
+                    let hi: f64 = np.call_method1("max", (&arr,))?.extract()?;
+                    check_fits(lo, hi, kind == "f", d)?;
+                }
+                arr
             }
             None if !is_array && kind == "f" => {
                 arr.call_method1("astype", (crate::tensor::default_dtype::default_float().name(),))?

@@ -24,6 +24,16 @@ impl PyDType {
     fn is_floating_point(&self) -> bool {
         self.dt.is_float()
     }
+    /// True for the dtypes that hold negative values (all but `bool` and `uint8`).
+    #[getter]
+    fn is_signed(&self) -> bool {
+        self.dt.is_signed()
+    }
+    /// Bit width of one element.
+    #[getter]
+    fn bits(&self) -> usize {
+        8 * self.dt.size()
+    }
     #[getter]
     fn itemsize(&self) -> usize {
         self.dt.size()
@@ -34,14 +44,12 @@ impl PyDType {
     }
 }
 
-static DTYPES: PyOnceLock<[Py<PyDType>; 4]> = PyOnceLock::new();
+static DTYPES: PyOnceLock<[Py<PyDType>; 10]> = PyOnceLock::new();
 
 /// The shared Python object for a dtype.
 pub(crate) fn dtype_object(py: Python<'_>, dt: DType) -> Py<PyDType> {
-    let all = DTYPES.get_or_init(py, || {
-        [DType::Bool, DType::Int64, DType::Float32, DType::Float64]
-            .map(|dt| Py::new(py, PyDType { dt }).expect("creating a dtype object"))
-    });
+    let all =
+        DTYPES.get_or_init(py, || DType::ALL.map(|dt| Py::new(py, PyDType { dt }).expect("creating a dtype object")));
     all[dt as usize].clone_ref(py)
 }
 
@@ -63,7 +71,10 @@ pub(crate) fn parse_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
         np.call_method1("dtype", (obj,))?.getattr("name")?.extract()?
     };
     DType::from_name(&name).ok_or_else(|| {
-        PyErr::from(Error::Type(format!("unsupported dtype {name:?}: tapegrad has float32, float64, int64 and bool")))
+        PyErr::from(Error::Type(format!(
+            "unsupported dtype {name:?}: tapegrad has bool, uint8, int8, int16, int32, int64, float16, bfloat16, \
+             float32 and float64"
+        )))
     })
 }
 
@@ -107,12 +118,68 @@ pub(crate) fn check_device(device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
     .into())
 }
 
-/// Adds `tg.float32`, `tg.float64`, `tg.int64` and `tg.bool` to the module.
-pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    for (name, dt) in
-        [("float32", DType::Float32), ("float64", DType::Float64), ("int64", DType::Int64), ("bool", DType::Bool)]
-    {
-        m.add(name, dtype_object(m.py(), dt))?;
+/// One `result_type` operand: which group it is in (tensor with dimensions, 0-dim tensor, Python
+/// scalar) and its dtype.
+fn operand_group(obj: &Bound<'_, PyAny>) -> PyResult<(usize, DType)> {
+    if let Ok(t) = obj.cast::<crate::python::tensor::PyTensor>() {
+        let t = &t.get().inner;
+        return Ok((if t.ndim() == 0 { 1 } else { 0 }, t.dtype()));
     }
+    match super::scalar::scalar(obj) {
+        Some(s) => Ok((2, s.natural_dtype())),
+        None => Err(Error::Type(format!(
+            "result_type() expects tensors or Python numbers (bool, int, float), got {}",
+            obj.get_type().name()?
+        ))
+        .into()),
+    }
+}
+
+/// The dtype an arithmetic operation on `tensor1` and `tensor2` (tensors or Python numbers)
+/// computes in, by PyTorch's promotion rules.
+///
+/// >>> import tapegrad as tg
+/// >>> tg.result_type(tg.tensor([1], dtype=tg.uint8), tg.tensor([1], dtype=tg.int8))
+/// tapegrad.int16
+/// >>> tg.result_type(tg.tensor([1, 2]), 1.5)
+/// tapegrad.float32
+#[pyfunction]
+pub(crate) fn result_type(
+    py: Python<'_>,
+    tensor1: &Bound<'_, PyAny>,
+    tensor2: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyDType>> {
+    let mut groups: [Option<DType>; 3] = [None; 3];
+    for obj in [tensor1, tensor2] {
+        let (g, dt) = operand_group(obj)?;
+        groups[g] = Some(groups[g].map_or(dt, |d| d.promote(dt)));
+    }
+    let dt = DType::result_type(groups[0], groups[1], groups[2]).unwrap_or(DType::Float32);
+    Ok(dtype_object(py, dt))
+}
+
+/// The smallest dtype both `type1` and `type2` convert to without losing their category (PyTorch's
+/// `promote_types`).
+///
+/// >>> import tapegrad as tg
+/// >>> tg.promote_types(tg.float16, tg.bfloat16)
+/// tapegrad.float32
+#[pyfunction]
+pub(crate) fn promote_types(
+    py: Python<'_>,
+    type1: &Bound<'_, PyAny>,
+    type2: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyDType>> {
+    Ok(dtype_object(py, parse_dtype(type1)?.promote(parse_dtype(type2)?)))
+}
+
+/// Adds the dtype objects (`tg.float32` and the others, by name) and `result_type` /
+/// `promote_types` to the module; PyTorch's aliases (`tg.half`, `tg.int`...) are set in Python.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    for dt in DType::ALL {
+        m.add(dt.name(), dtype_object(m.py(), dt))?;
+    }
+    m.add_function(pyo3::wrap_pyfunction!(result_type, m)?)?;
+    m.add_function(pyo3::wrap_pyfunction!(promote_types, m)?)?;
     Ok(())
 }

@@ -48,6 +48,14 @@ pub(crate) const EXCHANGE_DTYPES: &[ExchangeDType] = &[
     ExchangeDType { dtype: DType::Float64, kind: b'f', itemsize: 8, dl_code: 2 },
     ExchangeDType { dtype: DType::Int64, kind: b'i', itemsize: 8, dl_code: 0 },
     ExchangeDType { dtype: DType::Bool, kind: b'b', itemsize: 1, dl_code: 6 },
+    ExchangeDType { dtype: DType::UInt8, kind: b'u', itemsize: 1, dl_code: 1 },
+    ExchangeDType { dtype: DType::Int8, kind: b'i', itemsize: 1, dl_code: 0 },
+    ExchangeDType { dtype: DType::Int16, kind: b'i', itemsize: 2, dl_code: 0 },
+    ExchangeDType { dtype: DType::Int32, kind: b'i', itemsize: 4, dl_code: 0 },
+    ExchangeDType { dtype: DType::Float16, kind: b'f', itemsize: 2, dl_code: 2 },
+    // NumPy has no bfloat16: kind 0 matches no NumPy dtype, and `interface` refuses to describe one
+    // (as `numpy()` of a bfloat16 tensor is refused); DLPack has it (code 4, kDLBfloat).
+    ExchangeDType { dtype: DType::BFloat16, kind: 0, itemsize: 2, dl_code: 4 },
 ];
 
 /// The table's row for `dtype`.
@@ -250,6 +258,9 @@ fn typestr(row: &ExchangeDType) -> String {
 
 /// `t`'s array interface: its memory, shape and byte strides, and whether it is read-only.
 fn interface(t: &Tensor) -> PyResult<Interface> {
+    if t.dtype() == DType::BFloat16 {
+        return Err(PyTypeError::new_err("Got unsupported ScalarType BFloat16"));
+    }
     let row = exchange_dtype(t.dtype());
     let l = t.layout();
     // Read under the storage's lock, which is released before any Python object is made.
