@@ -4,6 +4,7 @@ reductions, products and gradients. Oracles: a hand-written promotion table, Num
 integer arithmetic and float16 rounding, and (where installed) PyTorch itself."""
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -194,7 +195,7 @@ def test_numpy_round_trip_keeps_dtype(name, rng):
 @pytest.mark.parametrize("bad", ["uint16", "uint32", "uint64", "complex64", "object", "U3", "longdouble", ">f8", ">i4"])
 def test_numpy_dtypes_without_a_tensor_dtype_are_refused(bad):
     a = np.zeros(2, dtype=bad)
-    with pytest.raises(TypeError, match=np.dtype(bad).name if bad[0] != ">" else "byte order"):
+    with pytest.raises(TypeError, match=re.escape(str(np.dtype(bad))) if bad[0] != ">" else "byte order"):
         tg.from_numpy(a)
 
 

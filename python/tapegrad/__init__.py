@@ -415,11 +415,9 @@ from ._tapegrad import from_dlpack  # noqa: E402  (zero-copy exchange, issue 15)
 
 _install_tensor_methods()  # t.dot, t.outer, t.norm, t.det, t.inverse ... (python/tapegrad/_products.py)
 
-# function transforms (issue 18): tg.func (python/tapegrad/func/)
-from . import func  # noqa: E402
-
-# ext3 (issue 15): creation functions, tensor conveniences, unique(dim=), repeat_interleave(tensor).
-from . import _creation  # noqa: E402
+# function transforms (issue 18): tg.func (python/tapegrad/func/); ext3 (issue 15): creation
+# functions, tensor conveniences, unique(dim=), repeat_interleave(tensor).
+from . import _creation, func  # noqa: E402
 from ._creation import (  # noqa: E402
     as_tensor,
     linspace,

@@ -33,7 +33,11 @@ impl Tensor {
         if self.dtype().is_half() {
             return self.to_dtype(DType::Float32)?.logsumexp(dims, keepdim)?.to_dtype(self.dtype());
         }
-        let x = if self.dtype().is_float() { self.clone() } else { self.to_dtype(crate::tensor::default_dtype::default_float())? };
+        let x = if self.dtype().is_float() {
+            self.clone()
+        } else {
+            self.to_dtype(crate::tensor::default_dtype::default_float())?
+        };
         let rd = super::reduce::reduce_dims(dims, x.ndim())?;
         let idims: Vec<isize> = rd.iter().map(|&d| d as isize).collect();
         let empty = rd.iter().any(|&d| x.shape()[d] == 0);
