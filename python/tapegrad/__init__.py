@@ -439,3 +439,27 @@ __all__ += [
     "set_default_dtype",
 ]
 
+
+# ops15b (issue 15): clip, masked_fill/masked_select, diag_embed, the in-place random fills
+# (t.uniform_, t.normal_, ...), bernoulli/multinomial/poisson and the generator's seed and state.
+from . import _random  # noqa: E402
+from ._random import (  # noqa: E402
+    bernoulli,
+    clip,
+    diag_embed,
+    get_rng_state,
+    initial_seed,
+    manual_seed,  # noqa: F811  (records the seed for initial_seed)
+    masked_fill,
+    masked_select,
+    multinomial,
+    poisson,
+    seed,
+    set_rng_state,
+)
+
+_random._install_tensor_methods()
+__all__ += [
+    "clip", "masked_fill", "masked_select", "diag_embed", "bernoulli", "multinomial", "poisson", "seed",
+    "initial_seed", "get_rng_state", "set_rng_state",
+]

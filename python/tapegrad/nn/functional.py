@@ -26,7 +26,7 @@ __all__ = [
     "softplus", "logsigmoid", "hardtanh",
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
-    "scaled_dot_product_attention", "pad",
+    "scaled_dot_product_attention", "pad", "normalize",
 ]
 
 
@@ -178,6 +178,20 @@ def rms_norm(
         eps = float(np.finfo(np.float32 if input.dtype == tg.float32 else np.float64).eps)
     out = input / ((input * input).mean(dims, keepdim=True) + eps).sqrt()
     return out * weight if weight is not None else out
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """``input / max(||input||_p, eps)`` along ``dim``: unit-norm vectors, and a zero vector stays zero
+    (its gradient is ``1 / eps`` per element, as in PyTorch).
+
+    >>> import tapegrad as tg
+    >>> tg.nn.functional.normalize(tg.tensor([[3., 4.]])).tolist()
+    [[0.6, 0.8]]
+    """
+    if not isinstance(input, tg.Tensor):
+        raise TypeError(f"normalize(): argument 'input' must be a Tensor, not {type(input).__name__}")
+    denom = tg.norm(input, p, dim, keepdim=True).clamp(min=eps)
+    return input / denom
 
 
 def batch_norm(
