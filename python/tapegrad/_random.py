@@ -228,7 +228,7 @@ def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator:
 
     >>> import tapegrad as tg
     >>> tg.zeros(3).cauchy_().shape
-    tapegrad.Size([3])
+    (3,)
     """
     _float_only(self, "cauchy_")
     med, sig = _number(median, "cauchy_'s median"), _number(sigma, "cauchy_'s sigma")
@@ -265,6 +265,7 @@ def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
     [0.0, 1.0, 0.0, 1.0]
     """
     shape = tuple(self.shape)
+    probs: Any
     if isinstance(p, Tensor):
         probs = p.detach().to(_C.float64).numpy()
         if np.any(~((probs >= 0) & (probs <= 1))):

@@ -185,7 +185,7 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -
     (its gradient is ``1 / eps`` per element, as in PyTorch).
 
     >>> import tapegrad as tg
-    >>> tg.nn.functional.normalize(tg.tensor([[3., 4.]])).tolist()
+    >>> tg.nn.functional.normalize(tg.tensor([[3., 4.]], dtype=tg.float64)).tolist()
     [[0.6, 0.8]]
     """
     if not isinstance(input, tg.Tensor):
