@@ -347,3 +347,25 @@ def test_seed_initial_seed_and_rng_state():
     assert tg.empty(5).normal_().tolist() == a.tolist()
     with pytest.raises(TypeError):
         tg.set_rng_state(tg.zeros(3))
+
+
+def test_out_of_range_bounds_are_refused_as_in_pytorch():
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        tg.zeros(3, dtype=tg.int8).random_(0, 1000)
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        tg.zeros(3, dtype=tg.int8).random_(-200, 0)
+    r = tg.zeros(2000, dtype=tg.int8).random_(-128, 128).numpy()
+    assert r.min() == -128 and r.max() == 127
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        tg.zeros(3).uniform_(float("nan"), 1.0)
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        tg.zeros(3).uniform_(-1e308, 1e308)
+    with pytest.raises(RuntimeError, match="exceed"):
+        tg.zeros(3, dtype=tg.float64).uniform_(-1.7e308, 1.7e308)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        tg.tensor([1, 2]).masked_fill(tg.tensor([True, False]), float("nan"))
+    with pytest.raises(RuntimeError, match="without overflow"):
+        tg.tensor([1, 2], dtype=tg.int8).masked_fill(tg.tensor([True, False]), 300)
+    assert tg.tensor([True, False]).masked_fill(tg.tensor([True, True]), False).tolist() == [False, False]
+    with pytest.raises(IndexError, match="out of range"):
+        tg.diag_embed(tg.tensor(2.0))

@@ -10,6 +10,7 @@ a leaf that requires grad is refused outside ``no_grad``, and a view writes thro
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -173,6 +174,16 @@ def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = N
     """
     _float_only(self, "uniform_")
     lo, hi = _number(a, "uniform_'s from"), _number(b, "uniform_'s to")
+    top = float(np.finfo(np.float16 if self.dtype == _C.float16 else np.float32 if self.dtype == _C.float32
+                         else np.float64).max) if self.dtype != _C.bfloat16 else 3.3895313892515355e38
+    for name, v in (("from", lo), ("to", hi)):
+        if not -top <= v <= top:
+            raise RuntimeError(f"{name} is out of bounds for {_dtype_name(self.dtype)}: {v}")
+    if hi - lo > top:
+        raise RuntimeError(
+            f"uniform_ expects to - from <= the dtype's largest value, but found to={hi} and from={lo} "
+            "which result in to - from to exceed the limit"
+        )
     if lo > hi:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={lo} > to={hi}")
     u = _uniform(tuple(self.shape), generator)
@@ -320,6 +331,19 @@ def random_(self: Tensor, *args: Any, generator: Any = None, **kwargs: Any) -> T
     hi = default_hi if hi is None else int(hi)
     if lo >= hi:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={lo} >= to={hi}")
+    # the dtype must hold every value of [from, to)
+    if dt == _C.bool:
+        low_ok, high_ok = 0, 1
+    elif dt.is_floating_point:
+        low_ok, high_ok = -(default_hi - 1), default_hi - 1
+    else:
+        from ._dtype_info import iinfo
+
+        low_ok, high_ok = int(iinfo(dt).min), int(iinfo(dt).max)
+    if not low_ok <= lo <= high_ok:
+        raise RuntimeError(f"random_: from={lo} is out of bounds for {_dtype_name(dt)}")
+    if not low_ok <= hi - 1 <= high_ok:
+        raise RuntimeError(f"random_: to - 1 = {hi - 1} is out of bounds for {_dtype_name(dt)}")
     span = hi - lo
     shape = tuple(self.shape)
     if span <= 2**53:
@@ -452,7 +476,16 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
             )
         v = value.to(input.dtype)
     else:
-        _number(value, "masked_fill's value")
+        if not isinstance(value, bool):
+            fv = _number(value, "masked_fill's value")
+            if not input.dtype.is_floating_point and input.dtype != _C.bool:
+                from ._dtype_info import iinfo
+
+                info = iinfo(input.dtype)
+                if not (math.isfinite(fv) and info.min <= fv < info.max + 1):
+                    raise RuntimeError(
+                        f"value cannot be converted to type {_dtype_name(input.dtype)} without overflow: {value}"
+                    )
         v = _C.tensor(value, dtype=input.dtype)
     return tg.where(mask, v, input)
 
@@ -490,9 +523,7 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise TypeError(f"diag_embed(): argument '{name}' must be an int, not {type(v).__name__}")
     offset, dim1, dim2 = int(offset), int(dim1), int(dim2)
-    if input.dim() == 0:
-        input = input.reshape(1)
-    nd = input.dim() + 1
+    nd = input.dim() + 1  # a 0-dim input leaves only one result dim: the default dims are out of range
     d1, d2 = dim1 + nd if dim1 < 0 else dim1, dim2 + nd if dim2 < 0 else dim2
     if not (0 <= d1 < nd and 0 <= d2 < nd):
         raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got "
