@@ -369,3 +369,22 @@ def test_out_of_range_bounds_are_refused_as_in_pytorch():
     assert tg.tensor([True, False]).masked_fill(tg.tensor([True, True]), False).tolist() == [False, False]
     with pytest.raises(IndexError, match="out of range"):
         tg.diag_embed(tg.tensor(2.0))
+
+
+@pytest.mark.parametrize("name", ["uniform_", "normal_", "exponential_", "cauchy_", "log_normal_", "bernoulli_",
+                                  "random_"])
+def test_fills_of_zero_dim_and_empty_tensors(name):
+    g = tg.Generator().manual_seed(4)
+    for t in (tg.tensor(-1.0), tg.zeros(0), tg.zeros(2, 0)):
+        shape = tuple(t.shape)
+        out = getattr(t, name)(generator=g)
+        assert out is t and tuple(out.shape) == shape
+    v = getattr(tg.tensor(-1.0), name)().item()
+    assert math.isfinite(v) and (name in ("normal_", "cauchy_") or v >= 0)
+
+
+def test_poisson_and_multinomial_of_zero_dim_and_empty_inputs():
+    g = tg.Generator().manual_seed(4)
+    out = tg.poisson(tg.tensor(0.0), g)
+    assert out.shape == () and out.item() == 0.0
+    assert tg.multinomial(tg.ones(0, 3), 2).shape == (0, 2)

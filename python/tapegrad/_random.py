@@ -158,7 +158,7 @@ def _write(t: Tensor, values: np.ndarray, what: str) -> Tensor:
             f"a leaf tensor that requires grad is being used in an in-place operation ({what}). Wrap the "
             "update in `with tapegrad.no_grad():`, or work on a copy (`.clone()`)."
         )
-    return t.copy_(_C.tensor(np.ascontiguousarray(values), dtype=t.dtype))
+    return t.copy_(_C.tensor(np.array(values, order="C"), dtype=t.dtype))
 
 
 # --- in-place random fills (Tensor methods) -----------------------------------------------------
@@ -440,7 +440,7 @@ def poisson(input: Tensor, generator: Any = None) -> Tensor:
     rates = input.detach().to(_C.float64).numpy()
     if not np.all(rates >= 0) or not np.all(np.isfinite(rates)):
         raise RuntimeError("poisson: the rates must be finite and non-negative")
-    vals = _numpy_rng(generator).poisson(rates).astype(np.float64)
+    vals = np.asarray(_numpy_rng(generator).poisson(rates), dtype=np.float64)
     return _C.tensor(vals, dtype=input.dtype)
 
 
