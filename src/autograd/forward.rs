@@ -21,11 +21,9 @@
 //! a fresh leaf, `s = Σᵢ <backwardᵢ(u), tᵢ>` is `<u, J t>` and `ds/du = J t`. Operations with a
 //! cheaper rule (element-wise ones, views) give it instead.
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-
-use parking_lot::Mutex;
 
 use super::grad_mode::{is_grad_enabled, GradModeGuard};
 use super::node::{Backward, Edge, Node, TensorMeta};
@@ -33,30 +31,56 @@ use super::record::Save;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
-/// The ids of the live levels, outermost first (index = level number).
-static LEVELS: Mutex<Vec<u64>> = Mutex::new(Vec::new());
-/// True while at least one level is live: the cheap test every operation makes.
-static ANY_LEVEL: AtomicBool = AtomicBool::new(false);
+/// True while at least one level is live on some thread: the cheap test every operation makes.
+static LIVE_LEVELS: AtomicUsize = AtomicUsize::new(0);
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// The ids of this thread's live levels, outermost first (index = level number). Levels belong to
+/// the thread that entered them (NOTE [Dual levels]); a thread that ends with levels still live
+/// gives them up.
+struct Levels(Vec<u64>);
+
+impl Drop for Levels {
+    fn drop(&mut self) {
+        LIVE_LEVELS.fetch_sub(self.0.len(), Ordering::AcqRel);
+    }
+}
+
 thread_local! {
+    static LEVELS: RefCell<Levels> = const { RefCell::new(Levels(Vec::new())) };
     /// Levels with an index at or above this are switched off on this thread (NOTE [Tangent
     /// propagation]).
     static CEILING: Cell<usize> = const { Cell::new(usize::MAX) };
 }
 
+/// True when some thread has a live level (cheap).
+fn any_level() -> bool {
+    LIVE_LEVELS.load(Ordering::Acquire) != 0
+}
+
+/// `f` of this thread's live level ids (empty once the thread-local storage is gone).
+fn with_levels<R>(f: impl FnOnce(&[u64]) -> R) -> R {
+    let mut f = Some(f);
+    let mut call = |ids: &[u64]| f.take().map(|f| f(ids));
+    match LEVELS.try_with(|l| call(&l.borrow().0)) {
+        Ok(Some(r)) => r,
+        _ => call(&[]).expect("with_levels: the function runs once"),
+    }
+}
+
 /// Enters a new level and returns its index.
 pub fn enter_level() -> usize {
-    let mut levels = LEVELS.lock();
-    levels.push(NEXT_ID.fetch_add(1, Ordering::Relaxed));
-    ANY_LEVEL.store(true, Ordering::Release);
-    levels.len() - 1
+    LEVELS.with(|l| {
+        let mut levels = l.borrow_mut();
+        levels.0.push(NEXT_ID.fetch_add(1, Ordering::Relaxed));
+        LIVE_LEVELS.fetch_add(1, Ordering::AcqRel);
+        levels.0.len() - 1
+    })
 }
 
 /// Exits level `index` (the last one by default). Only the last level may be exited.
 pub fn exit_level(index: Option<i64>) -> Result<()> {
-    let mut levels = LEVELS.lock();
-    let last = levels.len() as i64 - 1;
+    let last = with_levels(|l| l.len()) as i64 - 1;
     let index = index.unwrap_or(last);
     if index < 0 {
         return Err(Error::autograd("Dual level must be a positive number."));
@@ -66,20 +90,20 @@ pub fn exit_level(index: Option<i64>) -> Result<()> {
             "Trying to exit a forward AD level that was not the last one that was created. This is not supported.",
         ));
     }
-    levels.pop();
-    ANY_LEVEL.store(!levels.is_empty(), Ordering::Release);
+    LEVELS.with(|l| l.borrow_mut().0.pop());
+    LIVE_LEVELS.fetch_sub(1, Ordering::AcqRel);
     Ok(())
 }
 
 /// The number of live levels visible on this thread (inside the rule computing level `L`'s
 /// tangents, `L`: NOTE [Tangent propagation]).
 pub fn level_count() -> usize {
-    LEVELS.lock().len().min(CEILING.with(Cell::get))
+    with_levels(|l| l.len()).min(CEILING.with(Cell::get))
 }
 
 /// The id of level `index` (the last visible one by default), or an error naming `what`.
 fn level_id(index: Option<i64>, what: &str) -> Result<u64> {
-    let levels = LEVELS.lock();
+    let levels = with_levels(<[u64]>::to_vec);
     let visible = levels.len().min(CEILING.with(Cell::get));
     let i = match index {
         None if visible == 0 => {
@@ -100,15 +124,15 @@ fn level_id(index: Option<i64>, what: &str) -> Result<u64> {
 /// The live levels visible on this thread, as (index, id), outermost first. Empty (and cheap)
 /// when no level is live.
 pub(crate) fn visible_levels() -> Vec<(usize, u64)> {
-    if !ANY_LEVEL.load(Ordering::Acquire) {
+    if !any_level() {
         return Vec::new();
     }
     let ceiling = CEILING.with(Cell::get);
-    LEVELS.lock().iter().copied().enumerate().take_while(|(i, _)| *i < ceiling).collect()
+    with_levels(|l| l.iter().copied().enumerate().take_while(|(i, _)| *i < ceiling).collect())
 }
 
 fn is_live(id: u64) -> bool {
-    LEVELS.lock().contains(&id)
+    with_levels(|l| l.contains(&id))
 }
 
 /// Runs `f` with levels `index` and above switched off on this thread.
@@ -133,7 +157,7 @@ impl Tensor {
     /// Sets (or with `None` removes) the tangent at the level with this id; tangents of levels
     /// that are gone are dropped on the way (after the lock: NOTE [No Python under a tensor lock]).
     pub(crate) fn set_tangent_at(&self, id: u64, tangent: Option<Tensor>) {
-        let live: Vec<u64> = LEVELS.lock().clone();
+        let live: Vec<u64> = with_levels(<[u64]>::to_vec);
         let removed = {
             let mut m = self.0.meta.lock();
             let old = std::mem::take(&mut m.tangents);
@@ -149,7 +173,7 @@ impl Tensor {
 
     /// Whether this tensor has a tangent at a level visible on this thread.
     pub(crate) fn has_visible_tangent(&self) -> bool {
-        if !ANY_LEVEL.load(Ordering::Acquire) || self.0.meta.lock().tangents.is_empty() {
+        if !any_level() || self.0.meta.lock().tangents.is_empty() {
             return false;
         }
         visible_levels().iter().any(|(_, id)| self.tangent_at(*id).is_some())
@@ -157,7 +181,7 @@ impl Tensor {
 
     /// The tangent at level `index` (the last one by default): `unpack_dual`'s tangent.
     pub fn tangent(&self, index: Option<i64>) -> Result<Option<Tensor>> {
-        if !ANY_LEVEL.load(Ordering::Acquire) {
+        if !any_level() {
             return match index {
                 None => Ok(None),
                 Some(_) => Err(Error::autograd("Invalid level given to _fw_primal")),
@@ -170,7 +194,7 @@ impl Tensor {
     /// The primal of a dual tensor at level `index`: a view of it without that level's tangent
     /// (the tensor itself when it has none), as `unpack_dual`'s primal.
     pub fn primal(&self, index: Option<i64>) -> Result<Tensor> {
-        if !ANY_LEVEL.load(Ordering::Acquire) {
+        if !any_level() {
             return Ok(self.clone());
         }
         let id = level_id(index, "_fw_primal")?;
@@ -186,7 +210,7 @@ impl Tensor {
     /// one by default). The tangent is kept as it is when it is laid out as the primal, else
     /// copied into that layout, so that views of the dual tensor carry views of its tangent.
     pub fn make_dual(&self, tangent: &Tensor, index: Option<i64>) -> Result<Tensor> {
-        if !ANY_LEVEL.load(Ordering::Acquire) {
+        if !any_level() {
             return Err(Error::autograd(
                 "Trying to create a dual Tensor for forward AD but no level exists, make sure to \
                  enter_dual_level() first.",
@@ -214,7 +238,7 @@ impl Tensor {
             )));
         }
         if tangent.tangent_at(id).is_some() {
-            let index = LEVELS.lock().iter().position(|&l| l == id).unwrap_or(0);
+            let index = with_levels(|l| l.iter().position(|&l| l == id).unwrap_or(0));
             return Err(Error::autograd(format!(
                 "Setting a forward grad that itself has a forward gradient at the same level{index} is not supported."
             )));
@@ -259,7 +283,7 @@ pub(crate) fn has_same_meta(primal: &Tensor, t: &Tensor) -> bool {
 
 /// True when some input has a tangent at a level visible on this thread (cheap when none is live).
 pub(crate) fn active(inputs: &[&Tensor]) -> bool {
-    ANY_LEVEL.load(Ordering::Acquire) && inputs.iter().any(|t| t.has_visible_tangent())
+    any_level() && inputs.iter().any(|t| t.has_visible_tangent())
 }
 
 /// The error for an operation without a forward rule, in PyTorch's words.
@@ -552,7 +576,7 @@ pub(crate) fn wants_grad(t: &Tensor) -> bool {
 /// formula that reads it sees its tangent (forward-over-reverse).
 pub(crate) fn detach_keeping_tangents(t: &Tensor) -> Tensor {
     let d = t.detach();
-    if ANY_LEVEL.load(Ordering::Acquire) {
+    if any_level() {
         let tangents = t.0.meta.lock().tangents.clone();
         if !tangents.is_empty() {
             d.0.meta.lock().tangents = tangents;

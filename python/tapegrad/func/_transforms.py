@@ -52,6 +52,20 @@ def _level() -> Iterator[None]:
             yield
     finally:
         _state.depth -= 1
+        if _state.depth == 0:
+            _state.held = []
+
+
+def _hold(t: Any) -> Any:
+    """Keeps the fresh leaf ``t`` alive until the outermost transform on this thread returns, so
+    that an enclosing transform's graph walk (``_reaches_outside``) still recognises it as one of
+    the transforms' own leaves after the inner transform that made it has returned (the registry
+    of internal leaves is weak, and a leaf's Python object may otherwise be collected first)."""
+    held = getattr(_state, "held", None)
+    if held is None:
+        held = _state.held = []
+    held.append(t)
+    return t
 
 
 def _connected(*tensors: Any) -> bool:
@@ -105,7 +119,7 @@ def _track(x: Any) -> Any:
         return x.view_as(x)
     if x.is_inference():  # made in inference mode: an ordinary copy can require grad
         x = x.clone()
-    return _AF._internal(x.view_as(x).requires_grad_(True))
+    return _hold(_AF._internal(x.view_as(x).requires_grad_(True)))
 
 
 def _detach_tree(tree: Any) -> Any:
