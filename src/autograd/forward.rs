@@ -322,7 +322,13 @@ pub(crate) fn propagate(
 /// is laid out as `t`: the tangent of a view is then a view of the tangent, so that an in-place
 /// write through either reaches the base's tangent.
 fn view_tangent(t: &Tensor, tangent: &Tensor, view: &Tensor) -> Option<Tensor> {
-    if !view.shares_storage(t) || !has_same_meta(t, tangent) || (is_grad_enabled() && tangent.requires_grad()) {
+    // A tangent that carries an outer level's tangent (a jvp of a jvp) or has history goes
+    // through the differentiable fallback: an alias would carry neither.
+    if !view.shares_storage(t)
+        || !has_same_meta(t, tangent)
+        || (is_grad_enabled() && tangent.requires_grad())
+        || tangent.has_visible_tangent()
+    {
         return None;
     }
     Some(tangent.alias_with_layout(view.layout().clone()))
@@ -492,7 +498,8 @@ pub(crate) fn jvp_from_backward(
             }
             match got.next().flatten() {
                 Some(t) if create_graph => Ok(Some(t)),
-                Some(t) => Ok(Some(t.detach())),
+                // the outer levels' tangents stay (a jvp of a jvp: NOTE [Tangent propagation])
+                Some(t) => Ok(Some(detach_keeping_tangents(&t))),
                 None => Tensor::zeros(o.shape(), o.dtype()).map(Some),
             }
         })
