@@ -2,8 +2,10 @@
 //!
 //! NOTE [Dual levels]: a *level* is one forward-mode differentiation in progress
 //! (`forward_ad.dual_level()`). Levels nest: entering a level while one is live makes a new one
-//! with the next index, and only the last one may be exited. Each level has a process-unique id
-//! that is never reused, and a tensor keeps its tangents as `(level id, tangent)` pairs in its
+//! with the next index, and only the last one may be exited. Levels belong to the thread that entered
+//! them: the list of live levels is per thread (PyTorch's is process-wide), so that transforms running
+//! on several threads each have their own stack, and a tangent of another thread's level is
+//! invisible. Each level has a process-unique id that is never reused, and a tensor keeps its tangents as `(level id, tangent)` pairs in its
 //! autograd metadata: when a level exits its tangents become invisible at once (a tangent whose
 //! level is no longer live is never read, and is dropped the next time that tensor's tangents are
 //! written), so exiting a level does not have to visit every tensor.
