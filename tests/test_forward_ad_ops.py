@@ -130,3 +130,19 @@ def test_dual_levels_belong_to_their_thread():
         th.join()
         np.testing.assert_allclose(fwAD.unpack_dual(d * 3).tangent.numpy(), [6.0])
     assert seen == {"count": 0, "tangent": None, "level": 0}
+
+
+def test_matrix_product_of_a_dual_operand_that_does_not_require_grad():
+    # the dual operand is saved for the other's gradient though it gets no edge: y = d @ W^T,
+    # dy/dW = d (once read the wrong saved operand, W itself)
+    w = tg.tensor([[1.0], [2.0]], dtype=tg.float64, requires_grad=True)
+    x = tg.tensor([[0.7]], dtype=tg.float64)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, tg.ones_like(x))
+        for y in (d.mm(w.t()), d.unsqueeze(0).bmm(w.t().unsqueeze(0)), d.reshape(1) @ w.t()):
+            (g,) = tg.autograd.grad(y.sum(), w)
+            np.testing.assert_allclose(g.numpy(), [[0.7], [0.7]], rtol=1e-12)
+            # d/dW of the tangent-weighted square: t = Σ 2 y·ty with ty = W^T, y = 0.7 W^T
+            t = fwAD.unpack_dual((y * y).sum()).tangent
+            (gt,) = tg.autograd.grad(t, w)
+            np.testing.assert_allclose(gt.numpy(), 2.8 * w.detach().numpy(), rtol=1e-12)
