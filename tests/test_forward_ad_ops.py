@@ -140,7 +140,7 @@ def test_matrix_product_of_a_dual_operand_that_does_not_require_grad():
     with fwAD.dual_level():
         d = fwAD.make_dual(x, tg.ones_like(x))
         for y in (d.mm(w.t()), d.unsqueeze(0).bmm(w.t().unsqueeze(0)), d.reshape(1) @ w.t()):
-            (g,) = tg.autograd.grad(y.sum(), w)
+            (g,) = tg.autograd.grad(y.sum(), w, retain_graph=True)
             np.testing.assert_allclose(g.numpy(), [[0.7], [0.7]], rtol=1e-12)
             # d/dW of the tangent-weighted square: t = Σ 2 y·ty with ty = W^T, y = 0.7 W^T
             t = fwAD.unpack_dual((y * y).sum()).tangent
