@@ -55,6 +55,38 @@ thread_local! {
     static CEILING: Cell<usize> = const { Cell::new(usize::MAX) };
 }
 
+thread_local! {
+    /// Forward grad mode of this thread (`forward_ad._set_fwd_grad_enabled`): while off, operations
+    /// compute no tangents (every level looks empty to them).
+    static FWD_ENABLED: Cell<bool> = const { Cell::new(true) };
+}
+
+/// Whether operations on this thread compute tangents (forward grad mode; on by default).
+pub fn is_fwd_grad_enabled() -> bool {
+    FWD_ENABLED.with(Cell::get)
+}
+
+/// Sets this thread's forward grad mode; returns the previous one.
+pub fn set_fwd_grad_enabled(on: bool) -> bool {
+    FWD_ENABLED.with(|c| c.replace(on))
+}
+
+/// Sets forward grad mode for its lifetime, then restores the previous one.
+pub struct FwdGradGuard(bool);
+
+impl FwdGradGuard {
+    /// Sets forward grad mode to `on` until the guard drops.
+    pub fn new(on: bool) -> Self {
+        FwdGradGuard(set_fwd_grad_enabled(on))
+    }
+}
+
+impl Drop for FwdGradGuard {
+    fn drop(&mut self) {
+        set_fwd_grad_enabled(self.0);
+    }
+}
+
 /// True when some thread has a live level (cheap).
 fn any_level() -> bool {
     LIVE_LEVELS.load(Ordering::Acquire) != 0
@@ -126,7 +158,7 @@ fn level_id(index: Option<i64>, what: &str) -> Result<u64> {
 /// The live levels visible on this thread, as (index, id), outermost first. Empty (and cheap)
 /// when no level is live.
 pub(crate) fn visible_levels() -> Vec<(usize, u64)> {
-    if !any_level() {
+    if !any_level() || !is_fwd_grad_enabled() {
         return Vec::new();
     }
     let ceiling = CEILING.with(Cell::get);
