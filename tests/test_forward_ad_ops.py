@@ -91,3 +91,58 @@ def test_forward_over_reverse(op, data):
         a = np.zeros(inputs[i].fd_array.shape) if a is None else a.detach().numpy()
         b = np.zeros(inputs[i].fd_array.shape) if b is None else b.numpy()
         np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10, err_msg=f"Hessian-vector product of input {i}")
+
+
+def test_jvp_of_jvp_through_reductions_and_views():
+    # the inner tangent d/dx sin(x)·t carries the outer level's tangent: d²/dx² sin = -sin
+
+    xa = np.array([0.5, 1.0, 2.0])
+    e0 = tg.tensor([1.0, 0.0, 0.0], dtype=tg.float64)
+    cases = [(lambda b: b.sin().sum(), -np.sin(xa[0])), (lambda b: b.sin()[0], -np.sin(xa[0])),
+             (lambda b: b.sin().mean(), -np.sin(xa[0]) / 3), (lambda b: b.sin()[:2].sum(), -np.sin(xa[0]))]
+    for f, expected in cases:
+        with fwAD.dual_level() as outer:
+            a = fwAD.make_dual(tg.tensor(xa), e0, level=outer)
+            with fwAD.dual_level() as inner:
+                b = fwAD.make_dual(a, e0, level=inner)
+                t = fwAD.unpack_dual(f(b), level=inner).tangent
+                tt = fwAD.unpack_dual(t, level=outer).tangent
+        assert tt is not None
+        np.testing.assert_allclose(tt.numpy(), expected, rtol=1e-12)
+
+
+def test_dual_levels_belong_to_their_thread():
+    import threading
+
+
+    seen = {}
+    with fwAD.dual_level():
+        d = fwAD.make_dual(tg.tensor([1.0]), tg.tensor([2.0]))
+
+        def other():
+            seen["count"] = tg._tapegrad._dual_level_count()
+            seen["tangent"] = fwAD.unpack_dual(d * 3).tangent
+            with fwAD.dual_level() as level:  # its own stack: level 0, exited on this thread
+                seen["level"] = level
+
+        th = threading.Thread(target=other)
+        th.start()
+        th.join()
+        np.testing.assert_allclose(fwAD.unpack_dual(d * 3).tangent.numpy(), [6.0])
+    assert seen == {"count": 0, "tangent": None, "level": 0}
+
+
+def test_matrix_product_of_a_dual_operand_that_does_not_require_grad():
+    # the dual operand is saved for the other's gradient though it gets no edge: y = d @ W^T,
+    # dy/dW = d (once read the wrong saved operand, W itself)
+    w = tg.tensor([[1.0], [2.0]], dtype=tg.float64, requires_grad=True)
+    x = tg.tensor([[0.7]], dtype=tg.float64)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, tg.ones_like(x))
+        for y in (d.mm(w.t()), d.unsqueeze(0).bmm(w.t().unsqueeze(0)), d.reshape(1) @ w.t()):
+            (g,) = tg.autograd.grad(y.sum(), w, retain_graph=True)
+            np.testing.assert_allclose(g.numpy(), [[0.7], [0.7]], rtol=1e-12)
+            # d/dW of the tangent-weighted square: t = Σ 2 y·ty with ty = W^T, y = 0.7 W^T
+            t = fwAD.unpack_dual((y * y).sum()).tangent
+            (gt,) = tg.autograd.grad(t, w)
+            np.testing.assert_allclose(gt.numpy(), 2.8 * w.detach().numpy(), rtol=1e-12)

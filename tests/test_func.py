@@ -294,3 +294,22 @@ def test_results_built_on_another_transforms_closure_are_plain():
     g = func.grad(lambda s: jvp_fn(s))(y)
     assert g.grad_fn is None
     np.testing.assert_allclose(g.numpy(), np.cos(0.7) * 0.7 + np.sin(0.7))
+
+
+def test_transforms_inside_a_dual_level_keep_the_callers_tangent():
+    # d/dx0 of each transform's result, through a caller's forward_ad level: d/dx0 cos(x) = -sin(x0) e0
+    fwad = pytest.importorskip("tapegrad.autograd.forward_ad")
+    xa = np.array([0.5, 1.0, 2.0])
+    e0 = tg.tensor([1.0, 0.0, 0.0], dtype=tg.float64)
+
+    def f(v):
+        return v.sin().sum()
+
+    expected = np.array([-np.sin(xa[0]), 0.0, 0.0])
+    with fwad.dual_level():
+        a = fwad.make_dual(tg.tensor(xa), e0)
+        out, t = func.jvp(f, (a,), (e0,))
+        np.testing.assert_allclose(fwad.unpack_dual(t).tangent.numpy(), expected[0], rtol=1e-12)
+        np.testing.assert_allclose(fwad.unpack_dual(out).tangent.numpy(), np.cos(xa[0]), rtol=1e-12)
+        for g in (func.grad(f)(a), func.jacfwd(f)(a), func.jacrev(f)(a)):
+            np.testing.assert_allclose(fwad.unpack_dual(g).tangent.numpy(), expected, rtol=1e-12, atol=1e-15)

@@ -2,8 +2,10 @@
 //!
 //! NOTE [Dual levels]: a *level* is one forward-mode differentiation in progress
 //! (`forward_ad.dual_level()`). Levels nest: entering a level while one is live makes a new one
-//! with the next index, and only the last one may be exited. Each level has a process-unique id
-//! that is never reused, and a tensor keeps its tangents as `(level id, tangent)` pairs in its
+//! with the next index, and only the last one may be exited. Levels belong to the thread that entered
+//! them: the list of live levels is per thread (PyTorch's is process-wide), so that transforms running
+//! on several threads each have their own stack, and a tangent of another thread's level is
+//! invisible. Each level has a process-unique id that is never reused, and a tensor keeps its tangents as `(level id, tangent)` pairs in its
 //! autograd metadata: when a level exits its tangents become invisible at once (a tangent whose
 //! level is no longer live is never read, and is dropped the next time that tensor's tangents are
 //! written), so exiting a level does not have to visit every tensor.
@@ -21,11 +23,9 @@
 //! a fresh leaf, `s = Σᵢ <backwardᵢ(u), tᵢ>` is `<u, J t>` and `ds/du = J t`. Operations with a
 //! cheaper rule (element-wise ones, views) give it instead.
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-
-use parking_lot::Mutex;
 
 use super::grad_mode::{is_grad_enabled, GradModeGuard};
 use super::node::{Backward, Edge, Node, TensorMeta};
@@ -33,30 +33,88 @@ use super::record::Save;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
-/// The ids of the live levels, outermost first (index = level number).
-static LEVELS: Mutex<Vec<u64>> = Mutex::new(Vec::new());
-/// True while at least one level is live: the cheap test every operation makes.
-static ANY_LEVEL: AtomicBool = AtomicBool::new(false);
+/// True while at least one level is live on some thread: the cheap test every operation makes.
+static LIVE_LEVELS: AtomicUsize = AtomicUsize::new(0);
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// The ids of this thread's live levels, outermost first (index = level number). Levels belong to
+/// the thread that entered them (NOTE [Dual levels]); a thread that ends with levels still live
+/// gives them up.
+struct Levels(Vec<u64>);
+
+impl Drop for Levels {
+    fn drop(&mut self) {
+        LIVE_LEVELS.fetch_sub(self.0.len(), Ordering::AcqRel);
+    }
+}
+
 thread_local! {
+    static LEVELS: RefCell<Levels> = const { RefCell::new(Levels(Vec::new())) };
     /// Levels with an index at or above this are switched off on this thread (NOTE [Tangent
     /// propagation]).
     static CEILING: Cell<usize> = const { Cell::new(usize::MAX) };
 }
 
+thread_local! {
+    /// Forward grad mode of this thread (`forward_ad._set_fwd_grad_enabled`): while off, operations
+    /// compute no tangents (every level looks empty to them).
+    static FWD_ENABLED: Cell<bool> = const { Cell::new(true) };
+}
+
+/// Whether operations on this thread compute tangents (forward grad mode; on by default).
+pub fn is_fwd_grad_enabled() -> bool {
+    FWD_ENABLED.with(Cell::get)
+}
+
+/// Sets this thread's forward grad mode; returns the previous one.
+pub fn set_fwd_grad_enabled(on: bool) -> bool {
+    FWD_ENABLED.with(|c| c.replace(on))
+}
+
+/// Sets forward grad mode for its lifetime, then restores the previous one.
+pub struct FwdGradGuard(bool);
+
+impl FwdGradGuard {
+    /// Sets forward grad mode to `on` until the guard drops.
+    pub fn new(on: bool) -> Self {
+        FwdGradGuard(set_fwd_grad_enabled(on))
+    }
+}
+
+impl Drop for FwdGradGuard {
+    fn drop(&mut self) {
+        set_fwd_grad_enabled(self.0);
+    }
+}
+
+/// True when some thread has a live level (cheap).
+fn any_level() -> bool {
+    LIVE_LEVELS.load(Ordering::Acquire) != 0
+}
+
+/// `f` of this thread's live level ids (empty once the thread-local storage is gone).
+fn with_levels<R>(f: impl FnOnce(&[u64]) -> R) -> R {
+    let mut f = Some(f);
+    let mut call = |ids: &[u64]| f.take().map(|f| f(ids));
+    match LEVELS.try_with(|l| call(&l.borrow().0)) {
+        Ok(Some(r)) => r,
+        _ => call(&[]).expect("with_levels: the function runs once"),
+    }
+}
+
 /// Enters a new level and returns its index.
 pub fn enter_level() -> usize {
-    let mut levels = LEVELS.lock();
-    levels.push(NEXT_ID.fetch_add(1, Ordering::Relaxed));
-    ANY_LEVEL.store(true, Ordering::Release);
-    levels.len() - 1
+    LEVELS.with(|l| {
+        let mut levels = l.borrow_mut();
+        levels.0.push(NEXT_ID.fetch_add(1, Ordering::Relaxed));
+        LIVE_LEVELS.fetch_add(1, Ordering::AcqRel);
+        levels.0.len() - 1
+    })
 }
 
 /// Exits level `index` (the last one by default). Only the last level may be exited.
 pub fn exit_level(index: Option<i64>) -> Result<()> {
-    let mut levels = LEVELS.lock();
-    let last = levels.len() as i64 - 1;
+    let last = with_levels(|l| l.len()) as i64 - 1;
     let index = index.unwrap_or(last);
     if index < 0 {
         return Err(Error::autograd("Dual level must be a positive number."));
@@ -66,20 +124,20 @@ pub fn exit_level(index: Option<i64>) -> Result<()> {
             "Trying to exit a forward AD level that was not the last one that was created. This is not supported.",
         ));
     }
-    levels.pop();
-    ANY_LEVEL.store(!levels.is_empty(), Ordering::Release);
+    LEVELS.with(|l| l.borrow_mut().0.pop());
+    LIVE_LEVELS.fetch_sub(1, Ordering::AcqRel);
     Ok(())
 }
 
 /// The number of live levels visible on this thread (inside the rule computing level `L`'s
 /// tangents, `L`: NOTE [Tangent propagation]).
 pub fn level_count() -> usize {
-    LEVELS.lock().len().min(CEILING.with(Cell::get))
+    with_levels(|l| l.len()).min(CEILING.with(Cell::get))
 }
 
 /// The id of level `index` (the last visible one by default), or an error naming `what`.
 fn level_id(index: Option<i64>, what: &str) -> Result<u64> {
-    let levels = LEVELS.lock();
+    let levels = with_levels(<[u64]>::to_vec);
     let visible = levels.len().min(CEILING.with(Cell::get));
     let i = match index {
         None if visible == 0 => {
@@ -100,15 +158,15 @@ fn level_id(index: Option<i64>, what: &str) -> Result<u64> {
 /// The live levels visible on this thread, as (index, id), outermost first. Empty (and cheap)
 /// when no level is live.
 pub(crate) fn visible_levels() -> Vec<(usize, u64)> {
-    if !ANY_LEVEL.load(Ordering::Acquire) {
+    if !any_level() || !is_fwd_grad_enabled() {
         return Vec::new();
     }
     let ceiling = CEILING.with(Cell::get);
-    LEVELS.lock().iter().copied().enumerate().take_while(|(i, _)| *i < ceiling).collect()
+    with_levels(|l| l.iter().copied().enumerate().take_while(|(i, _)| *i < ceiling).collect())
 }
 
 fn is_live(id: u64) -> bool {
-    LEVELS.lock().contains(&id)
+    with_levels(|l| l.contains(&id))
 }
 
 /// Runs `f` with levels `index` and above switched off on this thread.
@@ -133,7 +191,7 @@ impl Tensor {
     /// Sets (or with `None` removes) the tangent at the level with this id; tangents of levels
     /// that are gone are dropped on the way (after the lock: NOTE [No Python under a tensor lock]).
     pub(crate) fn set_tangent_at(&self, id: u64, tangent: Option<Tensor>) {
-        let live: Vec<u64> = LEVELS.lock().clone();
+        let live: Vec<u64> = with_levels(<[u64]>::to_vec);
         let removed = {
             let mut m = self.0.meta.lock();
             let old = std::mem::take(&mut m.tangents);
@@ -149,7 +207,7 @@ impl Tensor {
 
     /// Whether this tensor has a tangent at a level visible on this thread.
     pub(crate) fn has_visible_tangent(&self) -> bool {
-        if !ANY_LEVEL.load(Ordering::Acquire) || self.0.meta.lock().tangents.is_empty() {
+        if !any_level() || self.0.meta.lock().tangents.is_empty() {
             return false;
         }
         visible_levels().iter().any(|(_, id)| self.tangent_at(*id).is_some())
@@ -157,7 +215,7 @@ impl Tensor {
 
     /// The tangent at level `index` (the last one by default): `unpack_dual`'s tangent.
     pub fn tangent(&self, index: Option<i64>) -> Result<Option<Tensor>> {
-        if !ANY_LEVEL.load(Ordering::Acquire) {
+        if !any_level() {
             return match index {
                 None => Ok(None),
                 Some(_) => Err(Error::autograd("Invalid level given to _fw_primal")),
@@ -170,7 +228,7 @@ impl Tensor {
     /// The primal of a dual tensor at level `index`: a view of it without that level's tangent
     /// (the tensor itself when it has none), as `unpack_dual`'s primal.
     pub fn primal(&self, index: Option<i64>) -> Result<Tensor> {
-        if !ANY_LEVEL.load(Ordering::Acquire) {
+        if !any_level() {
             return Ok(self.clone());
         }
         let id = level_id(index, "_fw_primal")?;
@@ -186,7 +244,7 @@ impl Tensor {
     /// one by default). The tangent is kept as it is when it is laid out as the primal, else
     /// copied into that layout, so that views of the dual tensor carry views of its tangent.
     pub fn make_dual(&self, tangent: &Tensor, index: Option<i64>) -> Result<Tensor> {
-        if !ANY_LEVEL.load(Ordering::Acquire) {
+        if !any_level() {
             return Err(Error::autograd(
                 "Trying to create a dual Tensor for forward AD but no level exists, make sure to \
                  enter_dual_level() first.",
@@ -214,7 +272,7 @@ impl Tensor {
             )));
         }
         if tangent.tangent_at(id).is_some() {
-            let index = LEVELS.lock().iter().position(|&l| l == id).unwrap_or(0);
+            let index = with_levels(|l| l.iter().position(|&l| l == id).unwrap_or(0));
             return Err(Error::autograd(format!(
                 "Setting a forward grad that itself has a forward gradient at the same level{index} is not supported."
             )));
@@ -259,7 +317,7 @@ pub(crate) fn has_same_meta(primal: &Tensor, t: &Tensor) -> bool {
 
 /// True when some input has a tangent at a level visible on this thread (cheap when none is live).
 pub(crate) fn active(inputs: &[&Tensor]) -> bool {
-    ANY_LEVEL.load(Ordering::Acquire) && inputs.iter().any(|t| t.has_visible_tangent())
+    any_level() && inputs.iter().any(|t| t.has_visible_tangent())
 }
 
 /// The error for an operation without a forward rule, in PyTorch's words.
@@ -298,7 +356,13 @@ pub(crate) fn propagate(
 /// is laid out as `t`: the tangent of a view is then a view of the tangent, so that an in-place
 /// write through either reaches the base's tangent.
 fn view_tangent(t: &Tensor, tangent: &Tensor, view: &Tensor) -> Option<Tensor> {
-    if !view.shares_storage(t) || !has_same_meta(t, tangent) || (is_grad_enabled() && tangent.requires_grad()) {
+    // A tangent that carries an outer level's tangent (a jvp of a jvp) or has history goes
+    // through the differentiable fallback: an alias would carry neither.
+    if !view.shares_storage(t)
+        || !has_same_meta(t, tangent)
+        || (is_grad_enabled() && tangent.requires_grad())
+        || tangent.has_visible_tangent()
+    {
         return None;
     }
     Some(tangent.alias_with_layout(view.layout().clone()))
@@ -468,7 +532,8 @@ pub(crate) fn jvp_from_backward(
             }
             match got.next().flatten() {
                 Some(t) if create_graph => Ok(Some(t)),
-                Some(t) => Ok(Some(t.detach())),
+                // the outer levels' tangents stay (a jvp of a jvp: NOTE [Tangent propagation])
+                Some(t) => Ok(Some(detach_keeping_tangents(&t))),
                 None => Tensor::zeros(o.shape(), o.dtype()).map(Some),
             }
         })
@@ -552,7 +617,7 @@ pub(crate) fn wants_grad(t: &Tensor) -> bool {
 /// formula that reads it sees its tangent (forward-over-reverse).
 pub(crate) fn detach_keeping_tangents(t: &Tensor) -> Tensor {
     let d = t.detach();
-    if ANY_LEVEL.load(Ordering::Acquire) {
+    if any_level() {
         let tangents = t.0.meta.lock().tangents.clone();
         if !tangents.is_empty() {
             d.0.meta.lock().tangents = tangents;

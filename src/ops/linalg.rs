@@ -165,17 +165,19 @@ fn out_shape(ndim: usize, batch: usize, m: usize, n: usize) -> Vec<usize> {
     }
 }
 
-struct MmBackward;
+/// The field: whether `b` was saved (first) for `a`'s gradient (`product_saves`).
+struct MmBackward(bool);
 
 impl SingleOutput for MmBackward {
     fn input_grads(&self, node: &Node, g: Tensor, need: Need<'_>) -> Result<Vec<Option<Tensor>>> {
         let saved = node.unpack_saved()?;
-        let (b, a) = kept_operands(&saved, need.get(0), need.get(1));
+        let (b, a) = kept_operands(&saved, self.0, need.get(0), need.get(1));
         Ok(vec![need.then(0, || g.mm(&b?.t()?))?, need.then(1, || a?.t()?.mm(&g))?])
     }
 }
 
-struct BmmBackward;
+/// The field: whether `b` was saved (first) for `a`'s gradient (`product_saves`).
+struct BmmBackward(bool);
 
 /// Forward mode of a product: `d(a b) = da b + a db` (`product` is the product itself).
 fn product_jvp(
@@ -192,31 +194,34 @@ fn product_jvp(
     }])
 }
 
-/// What a product `a @ b` saves: `b` when `a` needs a gradient, `a` when `b` does (in that order), so
-/// that an in-place write to an operand whose value no gradient needs does not invalidate the graph.
-fn product_saves(a: &Tensor, b: &Tensor) -> Vec<Save> {
+/// What a product `a @ b` saves: `b` when `a` may need a gradient, `a` when `b` may (in that order),
+/// so that an in-place write to an operand whose value no gradient needs does not invalidate the
+/// graph; and whether `b` was saved. An operand may be saved without getting an edge (it carries a
+/// tangent but does not require grad), so the backward pass reads that flag, not its `need`.
+fn product_saves(a: &Tensor, b: &Tensor) -> (Vec<Save>, bool) {
     let mut saves = Vec::new();
-    if crate::autograd::forward::wants_grad(a) {
+    let saved_b = crate::autograd::forward::wants_grad(a);
+    if saved_b {
         saves.push(Save::Input(b.clone()));
     }
     if crate::autograd::forward::wants_grad(b) {
         saves.push(Save::Input(a.clone()));
     }
-    saves
+    (saves, saved_b)
 }
 
 /// The values `product_saves` kept, as (`b` for `a`'s gradient, `a` for `b`'s gradient).
-fn kept_operands(saved: &[Tensor], need_a: bool, need_b: bool) -> (Result<&Tensor>, Result<&Tensor>) {
+fn kept_operands(saved: &[Tensor], saved_b: bool, need_a: bool, need_b: bool) -> (Result<&Tensor>, Result<&Tensor>) {
     let missing = || Error::autograd("internal error: a matrix product's backward lacks an operand it needs");
-    let b = if need_a { saved.first().ok_or_else(missing) } else { Err(missing()) };
-    let a = if need_b { saved.get(usize::from(need_a)).ok_or_else(missing) } else { Err(missing()) };
+    let b = if need_a && saved_b { saved.first().ok_or_else(missing) } else { Err(missing()) };
+    let a = if need_b { saved.get(usize::from(saved_b)).ok_or_else(missing) } else { Err(missing()) };
     (b, a)
 }
 
 impl SingleOutput for BmmBackward {
     fn input_grads(&self, node: &Node, g: Tensor, need: Need<'_>) -> Result<Vec<Option<Tensor>>> {
         let saved = node.unpack_saved()?;
-        let (b, a) = kept_operands(&saved, need.get(0), need.get(1));
+        let (b, a) = kept_operands(&saved, self.0, need.get(0), need.get(1));
         Ok(vec![need.then(0, || g.bmm(&b?.transpose(1, 2)?))?, need.then(1, || a?.transpose(1, 2)?.bmm(&g))?])
     }
 }
@@ -246,7 +251,16 @@ impl Tensor {
             })
         })?;
         let jvp = |t: &[Option<Tensor>]| product_jvp(t, &a, &b, Tensor::mm);
-        record_with_jvp("MmBackward", &[&a, &b], &[&out], || (MmBackward, product_saves(&a, &b)), Some(jvp));
+        record_with_jvp(
+            "MmBackward",
+            &[&a, &b],
+            &[&out],
+            || {
+                let (saves, saved_b) = product_saves(&a, &b);
+                (MmBackward(saved_b), saves)
+            },
+            Some(jvp),
+        );
         Ok(out)
     }
 
@@ -274,7 +288,16 @@ impl Tensor {
             })
         })?;
         let jvp = |t: &[Option<Tensor>]| product_jvp(t, &a, &b, Tensor::bmm);
-        record_with_jvp("BmmBackward", &[&a, &b], &[&out], || (BmmBackward, product_saves(&a, &b)), Some(jvp));
+        record_with_jvp(
+            "BmmBackward",
+            &[&a, &b],
+            &[&out],
+            || {
+                let (saves, saved_b) = product_saves(&a, &b);
+                (BmmBackward(saved_b), saves)
+            },
+            Some(jvp),
+        );
         Ok(out)
     }
 

@@ -26,6 +26,18 @@ fn _dual_level_count() -> usize {
     forward::level_count()
 }
 
+/// Whether operations on this thread compute tangents (forward grad mode).
+#[pyfunction]
+fn _is_fwd_grad_enabled() -> bool {
+    forward::is_fwd_grad_enabled()
+}
+
+/// Sets this thread's forward grad mode; returns the previous one.
+#[pyfunction]
+fn _set_fwd_grad_enabled(mode: bool) -> bool {
+    forward::set_fwd_grad_enabled(mode)
+}
+
 /// A dual tensor: a view of `primal` carrying `tangent` at `level`.
 #[pyfunction]
 #[pyo3(signature = (primal, tangent, level=None))]
@@ -63,6 +75,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_exit_dual_level, m)?)?;
     m.add_function(wrap_pyfunction!(_dual_level_count, m)?)?;
     m.add_function(wrap_pyfunction!(_make_dual, m)?)?;
+    m.add_function(wrap_pyfunction!(_is_fwd_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_fwd_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_unpack_dual, m)?)?;
     Ok(())
 }

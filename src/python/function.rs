@@ -136,7 +136,11 @@ impl PyFunctionOp {
             c.in_forward = true;
         }
         let cls = self.cls.bind(py);
-        let mut result = cls.getattr(intern!(py, "forward"))?.call1(PyTuple::new(py, call)?);
+        // As PyTorch: forward computes no tangents (a rule for them is the Function's jvp).
+        let mut result = {
+            let _fwd_off = crate::autograd::forward::FwdGradGuard::new(false);
+            cls.getattr(intern!(py, "forward"))?.call1(PyTuple::new(py, call)?)
+        };
         if self.setup_context {
             // As PyTorch: setup_context sees the inputs as the caller gave them (with their
             // history) and forward's output as it returned it, still without history.
@@ -189,6 +193,31 @@ impl PyFunctionOp {
             PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyUserWarning>(), NOT_AN_INPUT, 1)?;
         }
         let dirty: Vec<Tensor> = dirty.into_iter().filter(is_input).collect();
+        if self.setup_context {
+            // As PyTorch: with setup_context, an input returned as it is (not marked dirty) may not
+            // be saved, for backward or for forward.
+            let for_forward: Vec<Tensor> = ctx
+                .try_borrow()?
+                .for_forward
+                .iter()
+                .flatten()
+                .filter_map(|o| o.bind(py).cast::<PyTensor>().ok().map(|t| t.get().inner.clone()))
+                .collect();
+            // an input as forward received it and as the caller gave it are the same argument
+            let slot =
+                |t: &Tensor| inputs.iter().position(|i| i.same(t)).or_else(|| originals.iter().position(|i| i.same(t)));
+            let dirty_slots: Vec<usize> = dirty.iter().filter_map(slot).collect();
+            let saved_slots: Vec<usize> = saved.iter().chain(&for_forward).filter_map(slot).collect();
+            let as_is = |o: &Tensor| slot(o).filter(|k| !dirty_slots.contains(k));
+            if outputs.iter().filter_map(as_is).any(|k| saved_slots.contains(&k)) {
+                return Err(crate::error::Error::autograd(
+                    "An input that has been returned as-is as output is being saved for backward. This is not \
+                     supported if you override setup_context. You should return and save a view of the input \
+                     instead, e.g. with x.view_as(x) or setup ctx inside the forward function itself.",
+                )
+                .into());
+            }
+        }
         fctx.mark_dirty(&dirty);
         fctx.mark_non_differentiable(&non_differentiable);
         fctx.set_materialize_grads(materialize);

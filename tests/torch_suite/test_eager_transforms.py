@@ -828,6 +828,70 @@ def test_set_materialize_grads():
     assert seen == [(False, True)]
 
 
+# covers: test_eager_transforms.py::TestAutogradFunction::test_function_returns_input
+@pytest.mark.parametrize("mark_dirty", [True, False])
+@pytest.mark.parametrize("save_tensors", ["input", "output", "neither"])
+@pytest.mark.parametrize("save_for", ["jvp", "vjp"])
+@pytest.mark.parametrize("inner_requires_grad", [True, False])
+def test_function_returns_input(inner_requires_grad, save_for, save_tensors, mark_dirty, fwd_impl):
+    fwad = pytest.importorskip("tapegrad.autograd.forward_ad")
+
+    class A(tg.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            save = ctx.save_for_forward if save_for == "jvp" else ctx.save_for_backward
+            if mark_dirty:
+                ctx.mark_dirty(inputs[0])
+            if save_tensors == "input":
+                save(inputs[0])
+            elif save_tensors == "output":
+                save(output)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output
+
+        @staticmethod
+        def jvp(ctx, x_t):
+            return x_t.add_(0) if mark_dirty else x_t.view_as(x_t)
+
+    def fn(x):
+        return A.apply(x.clone())
+
+    refused = save_tensors in ("input", "output") and not mark_dirty
+    msg = "An input that has been returned as-is"
+
+    def fresh():
+        return tg.tensor(2.0, requires_grad=inner_requires_grad).clone()
+
+    a, a_t = fresh(), fresh()
+    if refused:
+        with pytest.raises(RuntimeError, match=msg):
+            grad(fn)(a)
+        with pytest.raises(RuntimeError, match=msg):
+            jvp(fn, (a,), (a_t,))
+        with pytest.raises(RuntimeError, match=msg):
+            A.apply(fresh())
+        with pytest.raises(RuntimeError, match=msg):
+            with fwad.dual_level():
+                A.apply(fwad.make_dual(fresh(), fresh()))
+        return
+    assert_close(grad(fn)(a), 1.0)  # identity
+    assert_close(jvp(fn, (a,), (a_t,))[1], 2.0)
+    a = fresh()
+    b = A.apply(a)
+    assert (a is b) == mark_dirty
+    with fwad.dual_level():
+        a_dual = fwad.make_dual(fresh(), fresh())
+        b_dual = A.apply(a_dual)
+        assert_close(fwad.unpack_dual(b_dual).tangent, 2.0)
+    assert (a_dual is b_dual) == mark_dirty
+
+
 # ======================================================================================== TestJac
 
 
@@ -1425,6 +1489,73 @@ def test_jvp_inside_autograd_function(fwd_impl):
     assert_close(y, x.sin())
     (gx,) = tg.autograd.grad(y, x)
     assert_close(gx, x.cos())
+
+
+def _fwad():
+    return pytest.importorskip("tapegrad.autograd.forward_ad")
+
+
+# covers: test_eager_transforms.py::TestJvp::test_autograd_function_disables_fwd_grad
+def test_autograd_function_disables_fwd_grad():
+    fwad = _fwad()
+    seen = []
+
+    class MySquare(tg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            seen.append(fwad._is_fwd_grad_enabled())
+            return x * x
+
+        @staticmethod
+        def backward(ctx, gx):
+            return gx
+
+    x = tg.randn(3, requires_grad=True)
+    assert_close(MySquare.apply(x), np_(x) ** 2)
+    assert seen == [False] and fwad._is_fwd_grad_enabled()
+
+
+# covers: test_eager_transforms.py::TestJvp::test_disable_fwd_grad_outside
+def test_disable_fwd_grad_outside(fwd_impl):
+    fwad = _fwad()
+    x = tg.randn(())
+    with fwad._set_fwd_grad_enabled(False):
+        _, y = jvp(tg.sin, (x,), (tg.ones_like(x),))
+        assert not fwad._is_fwd_grad_enabled()
+    assert fwad._is_fwd_grad_enabled()
+    assert_close(y, np.cos(np_(x)))
+
+
+def _shifted_square(fwad):
+    def f(x):
+        with fwad._set_fwd_grad_enabled(False):
+            shift = x ** 2  # no tangent: a constant to the jvp
+        return x ** 2 - shift
+
+    return f
+
+
+# covers: test_eager_transforms.py::TestJvp::test_disable_fwd_grad_inside
+def test_disable_fwd_grad_inside(fwd_impl):
+    fwad = _fwad()
+    f = _shifted_square(fwad)
+    x = tg.randn((), dtype=tg.float64)
+    t = tg.ones_like(x)
+    _, y = jvp(f, (x,), (t,))
+    # the double-vjp construction differentiates in reverse mode, where the switch changes nothing:
+    # there the shift is not a constant and the jvp is 0
+    assert_close(y, 2 * np_(x) if fwd_impl == "forward_ad" else 0.0)
+    _, y = jvp(lambda x: jvp(f, (x,), (t,))[1], (x,), (t,))
+    assert_close(y, 2.0 if fwd_impl == "forward_ad" else 0.0)
+
+
+# covers: test_eager_transforms.py::TestJvp::test_disable_fwd_grad_mixed
+def test_disable_fwd_grad_mixed(fwd_impl):
+    fwad = _fwad()
+    x = tg.randn((), dtype=tg.float64)
+    with fwad._set_fwd_grad_enabled(True):
+        _, y = jvp(_shifted_square(fwad), (x,), (tg.ones_like(x),))
+    assert_close(y, 2 * np_(x) if fwd_impl == "forward_ad" else 0.0)
 
 
 # ================================================================================ TestComposability

@@ -16,6 +16,39 @@ from .. import _tapegrad as _C
 __all__ = ["UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual"]
 
 
+def _is_fwd_grad_enabled() -> bool:
+    """Whether operations on this thread compute tangents (forward grad mode, on by default; off
+    inside a custom Function's ``forward``).
+
+    >>> _is_fwd_grad_enabled()
+    True
+    """
+    return _C._is_fwd_grad_enabled()
+
+
+class _set_fwd_grad_enabled:
+    """Sets this thread's forward grad mode from construction; as a context manager, restores the
+    previous mode at the end of the ``with`` block. While off, operations compute no tangents.
+
+    >>> import tapegrad as tg
+    >>> with dual_level():
+    ...     d = make_dual(tg.tensor([1.]), tg.tensor([1.]))
+    ...     with _set_fwd_grad_enabled(False):
+    ...         y = d * 2
+    ...     unpack_dual(y).tangent is None
+    True
+    """
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = _C._set_fwd_grad_enabled(bool(mode))
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: Any) -> None:
+        _C._set_fwd_grad_enabled(self.prev)
+
+
 class UnpackedDualTensor(NamedTuple):
     """What :func:`unpack_dual` returns: the primal (a view of the tensor without the level's
     tangent) and the tangent (``None`` when the tensor has none at that level).

@@ -400,7 +400,9 @@ def _push(func: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[An
     ``create_graph`` the tangents keep their graph. ``create_graph`` may be a function of (the
     tensors standing for the primals, the result), decided once the function has run."""
     if fwd is not None:
-        with fwd.dual_level() as level:
+        # a transform computes tangents even where the caller switched forward grad mode off (as
+        # functorch's jvp does); the function may switch it off for parts of its own computation
+        with fwd.dual_level() as level, fwd._set_fwd_grad_enabled(True):
             duals = tuple(fwd.make_dual(p, t, level=level) for p, t in zip(primals, tangents))
             obj = func(*duals)
             outs = outs_of(obj)

@@ -52,6 +52,20 @@ def _level() -> Iterator[None]:
             yield
     finally:
         _state.depth -= 1
+        if _state.depth == 0:
+            _state.held = []
+
+
+def _hold(t: Any) -> Any:
+    """Keeps the fresh leaf ``t`` alive until the outermost transform on this thread returns, so
+    that an enclosing transform's graph walk (``_reaches_outside``) still recognises it as one of
+    the transforms' own leaves after the inner transform that made it has returned (the registry
+    of internal leaves is weak, and a leaf's Python object may otherwise be collected first)."""
+    held = getattr(_state, "held", None)
+    if held is None:
+        held = _state.held = []
+    held.append(t)
+    return t
 
 
 def _connected(*tensors: Any) -> bool:
@@ -105,12 +119,24 @@ def _track(x: Any) -> Any:
         return x.view_as(x)
     if x.is_inference():  # made in inference mode: an ordinary copy can require grad
         x = x.clone()
-    return _AF._internal(x.view_as(x).requires_grad_(True))
+    return _hold(_AF._internal(x.view_as(x).requires_grad_(True)))
+
+
+def _detach(t: Any) -> Any:
+    """``t.detach()`` keeping the tangents ``t`` carries at the live dual levels: a transform's
+    results lose the transform's own graph, not the forward-mode derivative a caller computes
+    through it (``jvp`` inside ``forward_ad.dual_level()``, or inside an outer ``jvp``)."""
+    d = t.detach()
+    for level in range(_C._dual_level_count()):
+        tangent = _C._unpack_dual(t, level)[1]
+        if tangent is not None:
+            d = _C._make_dual(d, tangent, level)
+    return d
 
 
 def _detach_tree(tree: Any) -> Any:
     leaves, spec = tree_flatten(tree)
-    return tree_unflatten([x.detach() if isinstance(x, Tensor) else x for x in leaves], spec)
+    return tree_unflatten([_detach(x) if isinstance(x, Tensor) else x for x in leaves], spec)
 
 
 # --- argnums -----------------------------------------------------------------------------------
@@ -243,7 +269,7 @@ def grad_and_value(func: Callable[..., Any], argnums: argnums_t = 0, has_aux: bo
                 gs = _grads([output], tracked, None, create_graph=keep)
             grads = tree_unflatten(gs, in_spec)
             if not keep:
-                grads, output, aux = _detach_tree(grads), output.detach(), _detach_tree(aux)
+                grads, output, aux = _detach_tree(grads), _detach(output), _detach_tree(aux)
         return (grads, (output, aux)) if has_aux else (grads, output)
 
     return wrapper
@@ -316,7 +342,7 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
             gs = _grads(out_leaves, tracked, ct_leaves, create_graph=cg, retain_graph=retain_graph or cg)
         # results that only depend on this transform's own leaves come back detached
         if not cg or not (connected or _depth() > 0 or any(c.requires_grad for c in ct_leaves)):
-            gs = [g.detach() for g in gs]
+            gs = [_detach(g) for g in gs]
         return tuple(tree_unflatten(gs, in_spec))
 
     result = output if keep else _detach_tree(output)
@@ -407,8 +433,8 @@ def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, strict: bool =
 
         out, spec, outs, touts, aux, keep = _jvp_core(call, p_leaves, t_leaves, has_aux, strict, api, keep)
         if not keep:
-            outs = [o.detach() for o in outs]
-            touts = [t.detach() for t in touts]
+            outs = [_detach(o) for o in outs]
+            touts = [_detach(t) for t in touts]
             aux = _detach_tree(aux)
     result = (tree_unflatten(outs, spec), tree_unflatten(touts, spec))
     return result + (aux,) if has_aux else result
@@ -499,7 +525,7 @@ def jacrev(func: Callable[..., Any], argnums: argnums_t = 0, *, has_aux: bool = 
                     for j, x in enumerate(tracked):
                         mat = _C.stack(rows[j], dim=0) if rows[j] else _C.zeros(0, *x.shape, dtype=x.dtype)
                         row.append(mat.reshape(*o.shape, *x.shape))
-                    blocks.append(row if keep else [b.detach() for b in row])
+                    blocks.append(row if keep else [_detach(b) for b in row])
             jac = _jac_result(blocks, out_spec, nums, specs)
             if has_aux:
                 return jac, (aux if keep else _detach_tree(aux))
@@ -568,7 +594,7 @@ def jacfwd(func: Callable[..., Any], argnums: argnums_t = 0, has_aux: bool = Fal
                     start += n
                     mat = _C.stack(chunk, dim=-1) if chunk else _C.zeros(*o.shape, 0, dtype=o.dtype)
                     mat = mat.reshape(*o.shape, *x.shape)
-                    row.append(mat if keep else mat.detach())
+                    row.append(mat if keep else _detach(mat))
                 blocks.append(row)
             jac = _jac_result(blocks, out_spec, nums, specs)
             if has_aux:
@@ -785,7 +811,7 @@ def linearize(func: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..
         cg = _C.is_grad_enabled() and (keep or _depth() > 0 or any(t.requires_grad for t in t_leaves))
         with _no_inference():
             touts = lin.jvp(t_leaves, retain_graph=True, create_graph=cg)
-        res = [zeros_like(o) if r is None else (r if cg else r.detach()) for o, r in zip(lin.outs, touts)]
+        res = [zeros_like(o) if r is None else (r if cg else _detach(r)) for o, r in zip(lin.outs, touts)]
         return tree_unflatten(res, out_spec)
 
     return (output if keep else _detach_tree(output)), jvp_fn
