@@ -34,3 +34,13 @@ def check_grads(f, arrays, atol=1e-5, rtol=1e-4):
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+@pytest.fixture(params=["double_vjp", "forward_ad"])
+def fwd_impl(request, monkeypatch):
+    """Runs a test once per engine of tg.func's forward products: the double-vjp construction and
+    forward_ad's dual tensors (``tapegrad.autograd.functional._FORWARD_IMPL``)."""
+    from tapegrad.autograd import functional
+
+    monkeypatch.setattr(functional, "_FORWARD_IMPL", request.param)
+    return request.param

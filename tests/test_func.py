@@ -13,23 +13,6 @@ from tapegrad.autograd import functional as AF
 from tapegrad.func._pytree import tree_flatten, tree_map, tree_unflatten
 
 
-def _impls():
-    out = ["double_vjp"]
-    try:
-        import tapegrad.autograd.forward_ad  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        out.append("forward_ad")
-    return out
-
-
-@pytest.fixture(params=_impls())
-def fwd_impl(request, monkeypatch):
-    monkeypatch.setattr(AF, "_FORWARD_IMPL", request.param)
-    return request.param
-
-
 def fd_jacobian(f, xs, eps=1e-6):
     """Central differences of f (arrays -> array) with respect to each array in xs: a list of
     arrays shaped out.shape + x.shape."""

@@ -11,23 +11,6 @@ from tapegrad.autograd import functional as AF
 torch = pytest.importorskip("torch", reason="the differential tests compare against PyTorch, which CI does not install")
 
 
-def _impls():
-    out = ["double_vjp"]
-    try:
-        import tapegrad.autograd.forward_ad  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        out.append("forward_ad")
-    return out
-
-
-@pytest.fixture(params=_impls())
-def fwd_impl(request, monkeypatch):
-    monkeypatch.setattr(AF, "_FORWARD_IMPL", request.param)
-    return request.param
-
-
 def _np(v):
     if isinstance(v, dict):
         return {k: _np(u) for k, u in v.items()}

@@ -13,23 +13,6 @@ from tapegrad.func import functional_call, grad, grad_and_value, hessian, jacfwd
 from tapegrad.func._transforms import _slice_argnums
 
 
-def _impls():
-    out = ["double_vjp"]
-    try:
-        import tapegrad.autograd.forward_ad  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        out.append("forward_ad")
-    return out
-
-
-@pytest.fixture(params=_impls())
-def fwd_impl(request, monkeypatch):
-    monkeypatch.setattr(AF, "_FORWARD_IMPL", request.param)
-    return request.param
-
-
 def np_(t):
     return t.detach().numpy()
 

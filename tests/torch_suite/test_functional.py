@@ -18,23 +18,6 @@ from tapegrad.autograd import gradcheck, gradgradcheck
 VEC = pytest.mark.parametrize("vectorize", [True, False])
 
 
-def _impls():
-    out = ["double_vjp"]
-    try:
-        import tapegrad.autograd.forward_ad  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        out.append("forward_ad")
-    return out
-
-
-@pytest.fixture(params=_impls())
-def fwd_impl(request, monkeypatch):
-    monkeypatch.setattr(AF, "_FORWARD_IMPL", request.param)
-    return request.param
-
-
 def np_(t):
     return t.detach().numpy()
 
