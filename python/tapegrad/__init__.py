@@ -183,8 +183,6 @@ from ._tapegrad import (
     meshgrid,
     ones,
     promote_types,
-    rand,
-    randn,
     result_type,
     set_printoptions,
     stack,
@@ -423,8 +421,10 @@ from ._creation import (  # noqa: E402
     linspace,
     logspace,
     normal,
+    rand,  # the native factory, plus generator=
     randint,
     randint_like,
+    randn,
     randperm,
 )
 

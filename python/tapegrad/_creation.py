@@ -18,7 +18,7 @@ from ._grad_mode import no_grad
 from ._tapegrad import Tensor
 
 __all__ = [
-    "as_tensor", "linspace", "logspace", "randint", "randint_like", "randperm", "normal", "unique",
+    "as_tensor", "linspace", "logspace", "rand", "randn", "randint", "randint_like", "randperm", "normal", "unique",
     "repeat_interleave",
 ]
 
@@ -47,6 +47,50 @@ def _number(x: Any, what: str) -> float:
 
 def _float_dtype(dtype: Any) -> Any:
     return _C.get_default_dtype() if dtype is None else dtype
+
+
+def _drawn(size: tuple[Any, ...], generator: Any, dtype: Any, requires_grad: bool, normal: bool, what: str) -> Tensor:
+    """float64 draws of ``generator`` (a ``tg.Generator``: its own NumPy stream) in the shape ``size``
+    (ints, or one sequence of ints), as a tensor of ``dtype`` (the default float dtype)."""
+    from ._generator import Generator
+
+    if not isinstance(generator, Generator):
+        raise TypeError(f"{what}(): generator must be a tg.Generator, not {type(generator).__name__}")
+    shape = _size(size[0] if len(size) == 1 and not isinstance(size[0], int) else size, what)
+    draws = generator._rng.standard_normal(shape) if normal else generator._rng.random(shape)
+    out = _C.tensor(np.asarray(draws, dtype=np.float64)).to(_float_dtype(dtype))
+    if not out.is_floating_point():
+        raise RuntimeError(f"{what}(): a floating-point dtype is required, got {out.dtype}")
+    return out.requires_grad_() if requires_grad else out
+
+
+def rand(*size: Any, generator: Any = None, dtype: Any = None, requires_grad: bool = False,
+         device: Any = None) -> Tensor:
+    """Uniform draws in ``[0, 1)`` of the given shape, from the process-wide generator
+    (``tg.manual_seed``) or from ``generator``, a ``tg.Generator`` with its own stream.
+
+    >>> import tapegrad as tg
+    >>> g = tg.Generator().manual_seed(1)
+    >>> bool((tg.rand(3, generator=g) == tg.rand(3, generator=tg.Generator().manual_seed(1))).all())
+    True
+    """
+    if generator is None:
+        return _C.rand(*size, dtype=dtype, requires_grad=requires_grad, device=device)
+    return _drawn(size, generator, dtype, requires_grad, False, "rand")
+
+
+def randn(*size: Any, generator: Any = None, dtype: Any = None, requires_grad: bool = False,
+          device: Any = None) -> Tensor:
+    """Standard normal draws of the given shape, from the process-wide generator (``tg.manual_seed``)
+    or from ``generator``, a ``tg.Generator`` with its own stream.
+
+    >>> import tapegrad as tg
+    >>> tg.randn(2, 3, generator=tg.Generator().manual_seed(0)).shape
+    (2, 3)
+    """
+    if generator is None:
+        return _C.randn(*size, dtype=dtype, requires_grad=requires_grad, device=device)
+    return _drawn(size, generator, dtype, requires_grad, True, "randn")
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
@@ -123,10 +167,10 @@ def logspace(
     return _C.tensor(values, dtype=_float_dtype(dtype), device=device, requires_grad=requires_grad)
 
 
-def _uniform_integers(low: int, high: int, shape: tuple[int, ...]) -> Tensor:
+def _uniform_integers(low: int, high: int, shape: tuple[int, ...], generator: Any = None) -> Tensor:
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    u = _C.rand(*shape, dtype=_C.float64)
+    u = rand(shape, dtype=_C.float64, generator=generator)
     # floor(u * n) is in [0, n) for u in [0, 1); the min guards the rounding of u * n up to n
     span = high - low
     return (u * span).floor().clamp(max=span - 1).to(_C.int64) + low
@@ -153,8 +197,6 @@ def randint(*args: Any, size: Any = None, dtype: Any = None, device: Any = None,
     >>> t.shape, t.dtype, bool(((t >= 3) & (t < 7)).all())
     ((2, 3), tapegrad.int64, True)
     """
-    if generator is not None:
-        raise TypeError("randint(): generator= is not supported; seed with tg.manual_seed")
     if size is not None:
         args = (*args, size)
     if len(args) == 2:
@@ -163,7 +205,8 @@ def randint(*args: Any, size: Any = None, dtype: Any = None, device: Any = None,
         low, high, shape = args
     else:
         raise TypeError("randint() takes (high, size) or (low, high, size)")
-    out = _uniform_integers(_integer_bound(low, "low"), _integer_bound(high, "high"), _size(shape, "randint"))
+    out = _uniform_integers(_integer_bound(low, "low"), _integer_bound(high, "high"), _size(shape, "randint"),
+                             generator)
     if dtype is not None:
         out = out.to(dtype)
     if device is not None:
@@ -199,13 +242,11 @@ def randperm(n: int, *, dtype: Any = None, device: Any = None, requires_grad: bo
     >>> sorted(tg.randperm(5).tolist())
     [0, 1, 2, 3, 4]
     """
-    if generator is not None:
-        raise TypeError("randperm(): generator= is not supported; seed with tg.manual_seed")
     if not isinstance(n, int) or isinstance(n, builtins.bool):
         raise TypeError(f"randperm(): argument 'n' must be int, not {type(n).__name__}")
     if n < 0:
         raise RuntimeError(f"randperm(): n must be non-negative, got {n}")
-    out = _C.rand(n, dtype=_C.float64).argsort() if n > 0 else _C.zeros(0, dtype=_C.int64)
+    out = rand(n, dtype=_C.float64, generator=generator).argsort() if n > 0 else _C.zeros(0, dtype=_C.int64)
     if dtype is not None:
         out = out.to(dtype)
     if device is not None:
@@ -225,8 +266,6 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, dtype: Any = None, re
     >>> tg.normal(2.0, 0.0, (2,))
     tensor([2., 2.])
     """
-    if generator is not None:
-        raise TypeError("normal(): generator= is not supported; seed with tg.manual_seed")
     m_t, s_t = isinstance(mean, Tensor), isinstance(std, Tensor)
     if not m_t and not s_t:
         if size is None:
@@ -234,7 +273,7 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, dtype: Any = None, re
         m, s = _number(mean, "normal's mean"), _number(std, "normal's std")
         if s < 0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {s}")
-        out = _C.randn(*_size(size, "normal"), dtype=_float_dtype(dtype)) * s + m
+        out = randn(_size(size, "normal"), dtype=_float_dtype(dtype), generator=generator) * s + m
     else:
         if size is not None:
             raise TypeError("normal(): size is only taken when mean and std are both numbers")
@@ -250,7 +289,7 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, dtype: Any = None, re
             s_v = std.detach() if s_t else std
             shape = _C.broadcast_tensors(*(t for t in (m_v, s_v) if isinstance(t, Tensor)))[0].shape
             ref = m_v if m_t else s_v
-            out = _C.randn(*shape, dtype=ref.dtype) * s_v + m_v
+            out = randn(shape, dtype=ref.dtype, generator=generator) * s_v + m_v
     if dtype is not None:
         out = out.to(dtype)
     return out.requires_grad_() if requires_grad else out

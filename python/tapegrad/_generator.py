@@ -1,6 +1,6 @@
 """``tg.Generator``: a seedable source of random permutations for ``tg.utils.data`` (shuffling,
-``random_split``). The tensor factories (``randn``, ``rand``) do not take one yet; they draw from the
-one process-wide generator that ``tg.manual_seed`` reseeds."""
+``random_split``) and the random factories' ``generator=`` (``rand``, ``randn``, ``randint``, ``randperm``,
+``normal``, the in-place fills); without one they draw from the process-wide generator (``tg.manual_seed``)."""
 
 from __future__ import annotations
 
