@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import _tapegrad as _C
+from ._creation import rand, randn
 from ._generator import Generator
 from ._tapegrad import Tensor
 
@@ -109,20 +110,15 @@ def _check_generator(generator: Any) -> None:
 
 
 def _uniform(shape: tuple[int, ...], generator: Any) -> np.ndarray:
-    """float64 draws in [0, 1)."""
+    """float64 draws in [0, 1): ``rand``'s, from the process-wide stream or ``generator``'s."""
     _check_generator(generator)
-    if generator is not None:
-        return generator._rng.random(shape)
-    n = int(np.prod(shape, dtype=np.int64))
-    return _C.rand(n, dtype=_C.float64).numpy().reshape(shape) if n else np.zeros(shape)
+    return rand(shape, dtype=_C.float64, generator=generator).numpy()
 
 
 def _standard_normal(shape: tuple[int, ...], generator: Any) -> np.ndarray:
+    """float64 standard normal draws: ``randn``'s, from the process-wide stream or ``generator``'s."""
     _check_generator(generator)
-    if generator is not None:
-        return generator._rng.standard_normal(shape)
-    n = int(np.prod(shape, dtype=np.int64))
-    return _C.randn(n, dtype=_C.float64).numpy().reshape(shape) if n else np.zeros(shape)
+    return randn(shape, dtype=_C.float64, generator=generator).numpy()
 
 
 def _numpy_rng(generator: Any) -> np.random.Generator:

@@ -337,25 +337,8 @@ impl Tensor {
                 fmt_shape(pos.shape())
             )));
         }
-        if pos.numel() == 0 {
-            return self.clone_tensor();
-        }
-        let v = v.expand(pos.shape())?.reshape(&[-1])?;
-        let p = pos.reshape(&[-1])?;
-        let flat = self.reshape(&[-1])?;
-        let out = if accumulate {
-            flat.index_add(0, &p, &v, 1.0)?
-        } else {
-            let mut src = vec![0i64; n];
-            let mut written = vec![false; n];
-            for (k, &q) in p.to_vec::<i64>()?.iter().enumerate() {
-                src[q as usize] = k as i64;
-                written[q as usize] = true;
-            }
-            let chosen = v.index_select(0, &Tensor::from_vec(src, &[n])?)?;
-            Tensor::where_(&Tensor::from_vec(written, &[n])?, &chosen, &flat)?
-        };
-        out.reshape(&shape)
+        // the write itself is `put_at`'s (scatter.rs), over the flat positions read above
+        self.put_at(&pos, &v.expand(pos.shape())?, accumulate)
     }
 
     /// `t[items]` where some items are int64 tensors: the tensors are broadcast together and select
