@@ -174,6 +174,29 @@ impl SingleOutput for MmBackward {
         let (b, a) = kept_operands(&saved, self.0, need.get(0), need.get(1));
         Ok(vec![need.then(0, || g.mm(&b?.t()?))?, need.then(1, || a?.t()?.mm(&g))?])
     }
+
+    fn input_grads_batched(
+        &self,
+        node: &Node,
+        g: &Tensor,
+        need: Need<'_>,
+        batch: usize,
+    ) -> Option<Result<Vec<Option<Tensor>>>> {
+        Some((|| {
+            let saved = node.unpack_saved()?;
+            let (b, a) = kept_operands(&saved, self.0, need.get(0), need.get(1));
+            // g is [batch, m, n]: g b^T is one product over the batch's rows; a^T g is one product
+            // of a^T with the batch's matrices side by side, [m, batch * n].
+            let ga = need.then(0, || g.matmul(&b?.t()?))?;
+            let gb = need.then(1, || {
+                let (m, n) = (g.shape()[1] as isize, g.shape()[2] as isize);
+                let side = g.transpose(0, 1)?.reshape(&[m, batch as isize * n])?;
+                let p = a?.t()?.mm(&side)?;
+                p.reshape(&[p.shape()[0] as isize, batch as isize, n])?.transpose(0, 1)
+            })?;
+            Ok(vec![ga, gb])
+        })())
+    }
 }
 
 /// The field: whether `b` was saved (first) for `a`'s gradient (`product_saves`).
@@ -223,6 +246,21 @@ impl SingleOutput for BmmBackward {
         let saved = node.unpack_saved()?;
         let (b, a) = kept_operands(&saved, self.0, need.get(0), need.get(1));
         Ok(vec![need.then(0, || g.bmm(&b?.transpose(1, 2)?))?, need.then(1, || a?.transpose(1, 2)?.bmm(&g))?])
+    }
+
+    fn input_grads_batched(
+        &self,
+        node: &Node,
+        g: &Tensor,
+        need: Need<'_>,
+        _batch: usize,
+    ) -> Option<Result<Vec<Option<Tensor>>>> {
+        Some((|| {
+            let saved = node.unpack_saved()?;
+            let (b, a) = kept_operands(&saved, self.0, need.get(0), need.get(1));
+            // g is [batch, b, m, n]; matmul broadcasts the operands over the leading batch
+            Ok(vec![need.then(0, || g.matmul(&b?.transpose(1, 2)?))?, need.then(1, || a?.transpose(1, 2)?.matmul(g))?])
+        })())
     }
 }
 

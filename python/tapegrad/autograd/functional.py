@@ -496,6 +496,27 @@ def _jacobian_forward(func: Callable[..., Any], inputs: Any, strict: bool, vecto
     return _unpack(tuple(res), (outputs_tuple, inputs_tuple))
 
 
+def _batched_jacobian(outs: tuple[Any, ...], ins: tuple[Any, ...], create_graph: bool) -> list[Any] | None:
+    """The reverse-mode Jacobian's blocks (a tuple per output) from one batched reverse run over
+    the recorded graph (NOTE [Batched rows] in ``autograd/jacobian.rs``); None when that run
+    declines or there is no row (the caller loops over rows)."""
+    diff = [o for o in outs if o.requires_grad]
+    if not diff or not any(o.numel() for o in outs):
+        return None
+    rows = _C._jacobian_rows(list(outs), list(ins), create_graph, None)
+    if rows is None:
+        return None
+    blocks, start = [], 0
+    for o in outs:
+        n = o.numel()
+        blocks.append(tuple(
+            _C.zeros(*o.shape, *x.shape, dtype=x.dtype) if r is None else r[start:start + n].reshape(*o.shape, *x.shape)
+            for x, r in zip(ins, rows)
+        ))
+        start += n
+    return blocks
+
+
 def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False,
              vectorize: bool = False, strategy: str = "reverse-mode") -> Any:
     """The Jacobian of ``func`` at ``inputs``. For one input and one output it is one tensor of
@@ -534,8 +555,9 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
                 "tg.autograd.functional.jacobian: strict=True and vectorized=True are not supported "
                 "together. Set strict=False or vectorize=False."
             )
-        rows = []
-        for i, out in enumerate(outs):
+        batched = None if strict else _batched_jacobian(outs, ins, create_graph)
+        rows = [] if batched is None else batched
+        for i, out in enumerate(outs if batched is None else ()):
             per_input: list[list[Any]] = [[] for _ in ins]
             flat = out.reshape(-1)
             for k in range(out.numel()):
