@@ -510,7 +510,7 @@ def jacrev(func: Callable[..., Any], argnums: argnums_t = 0, *, has_aux: bool = 
             with enable_grad():
                 tracked = [_track(x) for x in in_leaves]
                 output = func(*_rebuild_args(args, nums, tracked, specs), **kwargs)
-                output, aux = _split_aux(output, has_aux, api)
+                output, aux = _split_aux(output, has_aux, "vjp(f, *primals)")
                 out_leaves, out_spec = _tensor_leaves(output, api)
                 _check_floating(out_leaves)
                 keep = keep or (grad_mode and _reaches_outside((output, aux), tracked))
@@ -630,13 +630,16 @@ def jacfwd(func: Callable[..., Any], argnums: argnums_t = 0, has_aux: bool = Fal
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        api = "jacfwd(f, ...)(*args)"
+        api = "jvp(f, primals, tangents)"  # jacfwd is built on jvp: its messages, as PyTorch's
         nums = _normalize_argnums(argnums, len(args))
         with _level():
             in_leaves, specs = _chosen(args, nums)
             for x in in_leaves:
                 if not isinstance(x, Tensor):
                     raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")
+                if not x.is_floating_point():
+                    # the basis tangents make dual tensors of the inputs (PyTorch's make_dual refusal)
+                    raise ValueError(f"Expected primal to be floating point or complex, but got: {x.dtype}")
             keep = _keep(*in_leaves)
 
             def call(*flat: Any) -> Any:
