@@ -690,3 +690,32 @@ def test_linalg_forward_mode():
         (lambda m: (lambda w, V: V * V[0].sign())(*tg.linalg.eigh(sym(m))), (spd,)),
     ]:
         assert tg.autograd.gradcheck(fn, inputs, check_forward_ad=True)
+
+
+# covers: test_autograd.py::TestAutogradForwardMode::test_print
+def test_print():
+    # a dual tensor's printout names its tangent; a plain one's does not (PyTorch's form, torch -> tapegrad)
+    with fwAD.dual_level():
+        a = tg.rand(3)
+        assert "tangent=" not in str(a)
+        b = fwAD.make_dual(a, tg.rand(3))
+        assert "tangent=" not in str(a)
+        assert "tangent=" in str(b)
+        b_primal, b_tangent = fwAD.unpack_dual(b)
+        assert "tangent=" not in str(b_primal)
+        assert "tangent=" not in str(b_tangent)
+    assert "tangent=" not in str(b)  # the level exited
+
+
+# covers: test_autograd.py::TestAutogradForwardMode::test_make_dual_inference_tensor_in_inference_mode
+def test_make_dual_inference_tensor_in_inference_mode():
+    # under inference mode make_dual attaches no tangent (PyTorch's result: unpack_dual finds none) and the
+    # result is an inference tensor; outside it, that tensor still has none
+    with fwAD.dual_level():
+        with tg.inference_mode():
+            foo = tg.rand(2)
+            bar = fwAD.make_dual(foo, tg.ones(2))
+            assert bar.is_inference()
+            assert fwAD.unpack_dual(bar).tangent is None
+            np.testing.assert_array_equal(arr(fwAD.unpack_dual(bar).primal), arr(foo))
+        assert fwAD.unpack_dual(bar).tangent is None

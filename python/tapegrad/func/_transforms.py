@@ -648,10 +648,10 @@ def jacfwd(func: Callable[..., Any], argnums: argnums_t = 0, has_aux: bool = Fal
             if any(x.numel() for x in in_leaves):
                 batched = _batched_columns(call, in_leaves, has_aux, api, keep)
                 if batched is not None:
-                    out_spec, _outs, blocks, aux, keep = batched
-                    jac = _jac_result(blocks, out_spec, nums, specs)
+                    b_spec, _outs, b_blocks, b_aux, b_keep = batched
+                    jac = _jac_result(b_blocks, b_spec, nums, specs)
                     if has_aux:
-                        return jac, (aux if keep else _detach_tree(aux))
+                        return jac, (b_aux if b_keep else _detach_tree(b_aux))
                     return jac
             cols: list[list[Any]] | None = None
             out_leaves: list[Any] = []
