@@ -173,3 +173,21 @@ def test_an_output_independent_of_the_input():
         np.testing.assert_allclose(jac[1].numpy(), np.diag(np.exp(x.numpy())), rtol=1e-12)
         jac = transform(lambda x: tg.ones(2, dtype=tg.float64))(x)
         np.testing.assert_allclose(jac.numpy(), np.zeros((2, 3)), rtol=0, atol=0)
+
+
+def test_functional_forward_mode_jacobian_matches_the_closed_form():
+    jac = af_jacobian(mlp, tg.tensor(X), strategy="forward-mode", vectorize=True)
+    np.testing.assert_allclose(jac.numpy(), mlp_jacobian(X), rtol=1e-12, atol=1e-12)
+    x, y = RNG.standard_normal(4), RNG.standard_normal(4)
+    out = af_jacobian(lambda x, y: tuple(two_in_two_out(x, y).values()), (tg.tensor(x), tg.tensor(y)),
+                      strategy="forward-mode", vectorize=True)
+    expected = two_in_two_out_jacobians(x, y)
+    for got_row, key in zip(out, ("prod", "lin")):
+        for got, want in zip(got_row, expected[key]):
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+    # a custom Function: its own jvp, column by column
+    for k in Cube.calls:
+        Cube.calls[k] = 0
+    jac = af_jacobian(lambda x: Cube.apply(x.sin()), tg.tensor(x), strategy="forward-mode", vectorize=True)
+    np.testing.assert_allclose(jac.numpy(), np.diag(3 * np.cos(x) * np.sin(x) ** 2), rtol=1e-12, atol=1e-12)
+    assert Cube.calls["jvp"] == 4
