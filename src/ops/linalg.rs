@@ -185,14 +185,20 @@ impl SingleOutput for MmBackward {
         Some((|| {
             let saved = node.unpack_saved()?;
             let (b, a) = kept_operands(&saved, self.0, need.get(0), need.get(1));
-            // g is [batch, m, n]: g b^T is one product over the batch's rows; a^T g is one product
-            // of a^T with the batch's matrices side by side, [m, batch * n].
+            // g is [batch, m, n]: g b^T is one product over the batch's rows. a^T g: for a column
+            // n = 1 (a matrix times a vector) it is one product g[:, :, 0] a, [batch, k]; otherwise
+            // one product per matrix of the batch against a^T (a kept in place, broadcast), so that
+            // the result is contiguous either way (a transposed layout makes the next formula's
+            // element-wise work walk strided memory).
             let ga = need.then(0, || g.matmul(&b?.t()?))?;
             let gb = need.then(1, || {
-                let (m, n) = (g.shape()[1] as isize, g.shape()[2] as isize);
-                let side = g.transpose(0, 1)?.reshape(&[m, batch as isize * n])?;
-                let p = a?.t()?.mm(&side)?;
-                p.reshape(&[p.shape()[0] as isize, batch as isize, n])?.transpose(0, 1)
+                let a = a?;
+                let (m, n, k) = (g.shape()[1], g.shape()[2], a.shape()[1]);
+                if n == 1 {
+                    let rows = g.reshape(&[batch as isize, m as isize])?.mm(a)?;
+                    return rows.reshape(&[batch as isize, k as isize, 1]);
+                }
+                a.t()?.unsqueeze(0)?.expand(&[batch, k, m])?.bmm(g)
             })?;
             Ok(vec![ga, gb])
         })())
