@@ -87,6 +87,13 @@ impl Drop for FwdGradGuard {
     }
 }
 
+/// True while tangents are hidden on this thread (PyTorch's behaviour under inference mode and
+/// with forward grad mode off): operations compute none, `unpack_dual` finds none, `make_dual`
+/// attaches none.
+fn tangents_hidden() -> bool {
+    !is_fwd_grad_enabled() || super::grad_mode::is_inference_mode_enabled()
+}
+
 /// True when some thread has a live level (cheap).
 fn any_level() -> bool {
     LIVE_LEVELS.load(Ordering::Acquire) != 0
@@ -160,7 +167,7 @@ fn level_id(index: Option<i64>, what: &str) -> Result<u64> {
 pub(crate) fn visible_levels() -> Vec<(usize, u64)> {
     // Inference mode hides every tangent, as PyTorch's: operations compute none and `unpack_dual`
     // finds none.
-    if !any_level() || !is_fwd_grad_enabled() || super::grad_mode::is_inference_mode_enabled() {
+    if !any_level() || tangents_hidden() {
         return Vec::new();
     }
     let ceiling = CEILING.with(Cell::get);
@@ -224,7 +231,7 @@ impl Tensor {
             };
         }
         let id = level_id(index, "_fw_primal")?;
-        if super::grad_mode::is_inference_mode_enabled() {
+        if tangents_hidden() {
             return Ok(None);
         }
         Ok(self.tangent_at(id))
@@ -283,8 +290,8 @@ impl Tensor {
             )));
         }
         let out = self.view_as_alias()?;
-        if super::grad_mode::is_inference_mode_enabled() {
-            // no tangent under inference mode (as PyTorch's make_dual there)
+        if tangents_hidden() {
+            // no tangent under inference mode or with forward grad off (as PyTorch's make_dual)
             return Ok(out);
         }
         let tangent = same_layout(self, tangent)?;

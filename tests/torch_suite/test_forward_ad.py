@@ -719,3 +719,32 @@ def test_make_dual_inference_tensor_in_inference_mode():
             assert fwAD.unpack_dual(bar).tangent is None
             np.testing.assert_array_equal(arr(fwAD.unpack_dual(bar).primal), arr(foo))
         assert fwAD.unpack_dual(bar).tangent is None
+
+
+# covers: test_autograd.py::TestAutogradForwardMode::test_fwd_grad_enabled
+def test_fwd_grad_enabled():
+    assert fwAD._is_fwd_grad_enabled()
+    try:
+        tg._tapegrad._set_fwd_grad_enabled(False)
+        assert not fwAD._is_fwd_grad_enabled()
+    finally:
+        tg._tapegrad._set_fwd_grad_enabled(True)
+    assert fwAD._is_fwd_grad_enabled()
+
+
+# covers: test_autograd.py::TestAutogradForwardMode::test_set_fwd_grad_enabled
+def test_set_fwd_grad_enabled():
+    # with forward grad off, as PyTorch: make_dual attaches no tangent, unpack_dual finds none (not even
+    # on a dual tensor made before), operations compute none; turned back on, the earlier tangent is back
+    x = tg.tensor([3.0, 1.0])
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, tg.tensor([1.0, 2.0]))
+        with fwAD._set_fwd_grad_enabled(False):
+            assert not fwAD._is_fwd_grad_enabled()
+            e = fwAD.make_dual(x, tg.ones(2))
+            assert fwAD.unpack_dual(e).tangent is None
+            assert fwAD.unpack_dual(d).tangent is None
+            assert fwAD.unpack_dual(d * 2).tangent is None
+        assert fwAD._is_fwd_grad_enabled()
+        np.testing.assert_array_equal(arr(fwAD.unpack_dual(d * 2).tangent), [2.0, 4.0])
+        assert fwAD.unpack_dual(e).tangent is None
