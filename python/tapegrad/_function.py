@@ -459,10 +459,16 @@ def custom_gradient(f: Callable[..., Any] | None = None, *,
         if jvp is None and _C._dual_level_count():
             # the tangents f's own operations gave its outputs, per dual level
             results = result if isinstance(result, (tuple, list)) else (result,)
-            ctx._tg_tangents = [
-                [_C._unpack_dual(r, level)[1] if isinstance(r, Tensor) else None for r in results]
-                for level in range(_C._dual_level_count())
-            ]
+            # forward runs with forward grad off, which hides tangents from unpack_dual (as
+            # PyTorch's): they are read with it on
+            prev = _C._set_fwd_grad_enabled(True)
+            try:
+                ctx._tg_tangents = [
+                    [_C._unpack_dual(r, level)[1] if isinstance(r, Tensor) else None for r in results]
+                    for level in range(_C._dual_level_count())
+                ]
+            finally:
+                _C._set_fwd_grad_enabled(prev)
         if isinstance(result, (tuple, list)):
             return tuple(_output_of(r) for r in result)
         return _output_of(result)

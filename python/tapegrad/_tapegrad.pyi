@@ -1065,3 +1065,14 @@ def _unpack_dual(tensor: Tensor, level: int | None = None) -> tuple[Tensor, Tens
 
 __all__ += ["_enter_dual_level", "_exit_dual_level", "_dual_level_count", "_make_dual", "_unpack_dual"]
 __all__ += ["_is_fwd_grad_enabled", "_set_fwd_grad_enabled"]
+
+# The Jacobian engine (src/autograd/jacobian.rs, NOTE [Batched rows]).
+def _jacobian_rows(
+    outputs: Sequence[Tensor],
+    inputs: Sequence[Tensor],
+    create_graph: _bool = False,
+    chunk_size: int | None = None,
+) -> list[Tensor | None] | None: ...
+def _reaches_custom(outputs: Sequence[Tensor]) -> _bool: ...
+
+__all__ += ["_jacobian_rows", "_reaches_custom"]

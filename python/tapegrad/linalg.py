@@ -52,6 +52,14 @@ def _tril_mask(x: Tensor, n: int, strict: bool) -> Tensor:
     return (cols < rows if strict else cols <= rows).to(x.dtype)
 
 
+def _differentiated(A: Tensor) -> bool:
+    """Whether a derivative of ``A`` is taken: it requires grad under grad mode, or it carries a
+    forward-mode tangent (a dual tensor)."""
+    if A.requires_grad and _C.is_grad_enabled():
+        return True
+    return any(_C._unpack_dual(A, level)[1] is not None for level in range(_C._dual_level_count()))
+
+
 def _check_float(a: Any, op: str) -> Tensor:
     if not isinstance(a, Tensor):
         raise TypeError(f"{op}: argument must be a Tensor, got {type(a).__name__}")
@@ -224,7 +232,32 @@ class LinalgSvd(Function):
     def forward(ctx, A):
         U, S, Vh = _C._linalg_svd(A, False, True)
         ctx.save_for_backward(U, S, Vh)
+        ctx.save_for_forward(U, S, Vh)
         return U, S, Vh
+
+    @staticmethod
+    def jvp(ctx, tA):
+        # With P = Uᵀ dA V (k×k) and F[i, j] = 1 / (s_j² - s_i²) off the diagonal (0 on it):
+        # dS = diag(P), dU = U (F ∘ (P S + S Pᵀ)) + (I - U Uᵀ) dA V S⁻¹,
+        # dV = V (F ∘ (S P + Pᵀ S)) + (I - V Vᵀ) dAᵀ U S⁻¹ (distinct, nonzero singular values).
+        U, S, Vh = ctx.saved_tensors
+        m, n, k = U.shape[-2], Vh.shape[-1], S.shape[-1]
+        V = _mT(Vh)
+        dAV = tA @ V
+        P = _mT(U) @ dAV
+        s2 = S * S
+        eye = _eye_like(S, k)
+        F = (1.0 - eye) / (s2.unsqueeze(-2) - s2.unsqueeze(-1) + eye)
+        Sr = S.unsqueeze(-2)  # scales columns
+        Sc = S.unsqueeze(-1)  # scales rows
+        dU = U @ (F * (P * Sr + Sc * _mT(P)))
+        dV = V @ (F * (Sc * P + _mT(P) * Sr))
+        if m > k:
+            dU = dU + (dAV - U @ P) / Sr
+        if n > k:
+            dAtU = _mT(tA) @ U
+            dV = dV + (dAtU - V @ _mT(P)) / Sr
+        return dU, _diagonal(P), _mT(dV)
 
     @staticmethod
     def backward(ctx, gU, gS, gVh):
@@ -262,7 +295,21 @@ class LinalgQr(Function):
     def forward(ctx, A):
         Q, R = _C._linalg_qr(A, False)
         ctx.save_for_backward(Q, R)
+        ctx.save_for_forward(Q, R)
         return Q, R
+
+    @staticmethod
+    def jvp(ctx, tA):
+        # Reduced QR of a tall A (m >= n): with X = Qᵀ dA R⁻¹ and Ω = L - Lᵀ, L the strictly lower
+        # triangle of X (Qᵀ dQ is antisymmetric, dR R⁻¹ upper triangular):
+        # dR = (X - Ω) R and dQ = dA R⁻¹ - Q (X - Ω).
+        Q, R = ctx.saved_tensors
+        n = R.shape[-1]
+        dAR = _mT(solve(_mT(R), _mT(tA)))  # dA R⁻¹
+        X = _mT(Q) @ dAR
+        L = X * _tril_mask(R, n, strict=True)
+        T = X - (L - _mT(L))
+        return dAR - Q @ T, T @ R
 
     @staticmethod
     def backward(ctx, gQ, gR):
@@ -407,7 +454,7 @@ def qr(A: Tensor, mode: str = "reduced") -> QrResult:
     if mode == "reduced" and tall:
         Q, R = LinalgQr.apply(A)
         return QrResult(Q, R)
-    if A.requires_grad and _C.is_grad_enabled():
+    if _differentiated(A):
         if mode == "r":
             raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.")
         if not tall or A.shape[-2] == A.shape[-1]:
@@ -455,7 +502,7 @@ def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
     """
     _check_float(A, "linalg.eigvalsh")
     upper = _uplo(UPLO)
-    if A.requires_grad and _C.is_grad_enabled():
+    if _differentiated(A):
         return LinalgEigh.apply(A, upper)[0]
     return _C._linalg_eigh(A, upper, False)[0]
 
@@ -484,7 +531,7 @@ def svd(A: Tensor, full_matrices: bool = True) -> SvdResult:
     Uf_, Sf, Vhf_ = _C._linalg_svd(A, True, True)
     assert Uf_ is not None and Vhf_ is not None
     Uf, Vhf = Uf_, Vhf_
-    if not (A.requires_grad and _C.is_grad_enabled()):
+    if not (_differentiated(A)):
         return SvdResult(Uf, Sf, Vhf)
     # The full factors' extra columns (rows) span the complement and carry no gradient, as in
     # PyTorch; the first k come from the differentiable reduced SVD.
@@ -506,7 +553,7 @@ def svdvals(A: Tensor) -> Tensor:
     tensor([4., 3.])
     """
     _check_float(A, "linalg.svdvals")
-    if A.requires_grad and _C.is_grad_enabled():
+    if _differentiated(A):
         # Through the full reduced SVD, so that the gradient (U diag(ḡS) Vh) is itself differentiable.
         return LinalgSvd.apply(A)[1]
     return _C._linalg_svd(A, False, False)[1]

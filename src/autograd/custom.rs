@@ -128,6 +128,10 @@ pub trait CustomOp: Send + Sync + 'static {
             "You must implement the jvp function for custom autograd.Function to use it with forward mode AD.".into(),
         ))
     }
+
+    /// Called once `jvp` has run for every dual level at which an input carries a tangent (it runs
+    /// once per level): what was kept for it only may be freed.
+    fn jvp_done(&self) {}
 }
 
 struct CustomBackward<Op: CustomOp> {
@@ -206,7 +210,9 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
     if recording {
         run.mark_view_outputs(&outputs, &differentiable);
     }
-    forward_mode(&op, inputs, &outputs, &differentiable)?;
+    let fwd = forward_mode(&op, inputs, &outputs, &differentiable);
+    op.jvp_done();
+    fwd?;
     if !any_needs {
         return Ok((outputs, None));
     }

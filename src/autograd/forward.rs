@@ -87,6 +87,13 @@ impl Drop for FwdGradGuard {
     }
 }
 
+/// True while tangents are hidden on this thread (PyTorch's behaviour under inference mode and
+/// with forward grad mode off): operations compute none, `unpack_dual` finds none, `make_dual`
+/// attaches none.
+fn tangents_hidden() -> bool {
+    !is_fwd_grad_enabled() || super::grad_mode::is_inference_mode_enabled()
+}
+
 /// True when some thread has a live level (cheap).
 fn any_level() -> bool {
     LIVE_LEVELS.load(Ordering::Acquire) != 0
@@ -158,7 +165,9 @@ fn level_id(index: Option<i64>, what: &str) -> Result<u64> {
 /// The live levels visible on this thread, as (index, id), outermost first. Empty (and cheap)
 /// when no level is live.
 pub(crate) fn visible_levels() -> Vec<(usize, u64)> {
-    if !any_level() || !is_fwd_grad_enabled() {
+    // Inference mode hides every tangent, as PyTorch's: operations compute none and `unpack_dual`
+    // finds none.
+    if !any_level() || tangents_hidden() {
         return Vec::new();
     }
     let ceiling = CEILING.with(Cell::get);
@@ -222,6 +231,9 @@ impl Tensor {
             };
         }
         let id = level_id(index, "_fw_primal")?;
+        if tangents_hidden() {
+            return Ok(None);
+        }
         Ok(self.tangent_at(id))
     }
 
@@ -277,8 +289,12 @@ impl Tensor {
                 "Setting a forward grad that itself has a forward gradient at the same level{index} is not supported."
             )));
         }
-        let tangent = same_layout(self, tangent)?;
         let out = self.view_as_alias()?;
+        if tangents_hidden() {
+            // no tangent under inference mode or with forward grad off (as PyTorch's make_dual)
+            return Ok(out);
+        }
+        let tangent = same_layout(self, tangent)?;
         out.set_tangent_at(id, Some(tangent));
         Ok(out)
     }
@@ -455,14 +471,6 @@ pub(crate) fn jvp_from_backward(
     let name = node.name().to_string();
     if !node.formula().differentiable_twice() {
         return Err(unsupported(&name));
-    }
-    if super::grad_mode::is_inference_mode_enabled() {
-        let op = name.strip_suffix("Backward").unwrap_or(&name);
-        return Err(Error::NotImplemented(format!(
-            "Trying to use forward AD with {op} under inference mode, which is not supported: its forward rule \
-             is derived from its backward formula, which inference mode does not record (element-wise \
-             operations, + - * / and matrix products work)."
-        )));
     }
     // Recorded when grad mode is on and something it depends on requires grad.
     let create_graph = is_grad_enabled()

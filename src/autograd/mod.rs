@@ -18,6 +18,7 @@ pub mod engine;
 pub mod forward;
 pub mod grad_mode;
 pub mod hooks;
+pub mod jacobian;
 pub mod node;
 pub(crate) mod record;
 pub mod saved;

@@ -46,6 +46,19 @@ pub trait Backward: Send + Sync {
     /// output; the result must have one entry per input (`None` where none is needed).
     fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>>;
 
+    /// The formula on gradients that each carry an extra leading dimension of `batch`
+    /// independent gradients (the Jacobian engine, NOTE [Batched rows] in `jacobian.rs`): one
+    /// gradient per input, also with that leading dimension. None when the formula has no such
+    /// form; the Jacobian engine then runs `apply` once per gradient.
+    fn apply_batched(
+        &self,
+        _node: &Node,
+        _grads: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Vec<Option<Tensor>>>> {
+        None
+    }
+
     /// Frees state other than saved tensors (Python objects on a ctx), after the graph is used.
     fn release(&self) {}
 

@@ -37,6 +37,18 @@ pub(crate) trait SingleOutput: Send + Sync {
     fn keeps_values(&self) -> bool {
         false
     }
+
+    /// `input_grads` for a gradient `g` with an extra leading dimension of `batch` gradients (see
+    /// `Backward::apply_batched`); None when the formula has no such form.
+    fn input_grads_batched(
+        &self,
+        _node: &Node,
+        _g: &Tensor,
+        _need: Need<'_>,
+        _batch: usize,
+    ) -> Option<Result<Vec<Option<Tensor>>>> {
+        None
+    }
 }
 
 impl<F: SingleOutput> Backward for F {
@@ -49,5 +61,17 @@ impl<F: SingleOutput> Backward for F {
 
     fn keeps_values(&self) -> bool {
         SingleOutput::keeps_values(self)
+    }
+
+    fn apply_batched(
+        &self,
+        node: &Node,
+        grads: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Vec<Option<Tensor>>>> {
+        match grads.first().and_then(Option::as_ref) {
+            Some(g) => self.input_grads_batched(node, g, Need(node), batch),
+            None => Some(Ok(vec![None; node.next_edges().len()])),
+        }
     }
 }

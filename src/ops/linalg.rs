@@ -174,6 +174,35 @@ impl SingleOutput for MmBackward {
         let (b, a) = kept_operands(&saved, self.0, need.get(0), need.get(1));
         Ok(vec![need.then(0, || g.mm(&b?.t()?))?, need.then(1, || a?.t()?.mm(&g))?])
     }
+
+    fn input_grads_batched(
+        &self,
+        node: &Node,
+        g: &Tensor,
+        need: Need<'_>,
+        batch: usize,
+    ) -> Option<Result<Vec<Option<Tensor>>>> {
+        Some((|| {
+            let saved = node.unpack_saved()?;
+            let (b, a) = kept_operands(&saved, self.0, need.get(0), need.get(1));
+            // g is [batch, m, n]: g b^T is one product over the batch's rows. a^T g: for a column
+            // n = 1 (a matrix times a vector) it is one product g[:, :, 0] a, [batch, k]; otherwise
+            // one product per matrix of the batch against a^T (a kept in place, broadcast), so that
+            // the result is contiguous either way (a transposed layout makes the next formula's
+            // element-wise work walk strided memory).
+            let ga = need.then(0, || g.matmul(&b?.t()?))?;
+            let gb = need.then(1, || {
+                let a = a?;
+                let (m, n, k) = (g.shape()[1], g.shape()[2], a.shape()[1]);
+                if n == 1 {
+                    let rows = g.reshape(&[batch as isize, m as isize])?.mm(a)?;
+                    return rows.reshape(&[batch as isize, k as isize, 1]);
+                }
+                a.t()?.unsqueeze(0)?.expand(&[batch, k, m])?.bmm(g)
+            })?;
+            Ok(vec![ga, gb])
+        })())
+    }
 }
 
 /// The field: whether `b` was saved (first) for `a`'s gradient (`product_saves`).
@@ -223,6 +252,21 @@ impl SingleOutput for BmmBackward {
         let saved = node.unpack_saved()?;
         let (b, a) = kept_operands(&saved, self.0, need.get(0), need.get(1));
         Ok(vec![need.then(0, || g.bmm(&b?.transpose(1, 2)?))?, need.then(1, || a?.transpose(1, 2)?.bmm(&g))?])
+    }
+
+    fn input_grads_batched(
+        &self,
+        node: &Node,
+        g: &Tensor,
+        need: Need<'_>,
+        _batch: usize,
+    ) -> Option<Result<Vec<Option<Tensor>>>> {
+        Some((|| {
+            let saved = node.unpack_saved()?;
+            let (b, a) = kept_operands(&saved, self.0, need.get(0), need.get(1));
+            // g is [batch, b, m, n]; matmul broadcasts the operands over the leading batch
+            Ok(vec![need.then(0, || g.matmul(&b?.transpose(1, 2)?))?, need.then(1, || a?.transpose(1, 2)?.matmul(g))?])
+        })())
     }
 }
 

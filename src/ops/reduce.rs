@@ -135,6 +135,29 @@ impl Backward for SumBackward {
         }
         Ok(vec![Some(g)])
     }
+
+    fn apply_batched(
+        &self,
+        _node: &Node,
+        grads: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Vec<Option<Tensor>>>> {
+        let Some(mut g) = grads.first().cloned().flatten() else { return Some(Ok(vec![None])) };
+        Some((|| {
+            if !self.keepdim {
+                for &d in &self.dims {
+                    g = g.unsqueeze(d as isize + 1)?;
+                }
+            }
+            let mut shape = vec![batch];
+            shape.extend_from_slice(&self.input_shape);
+            let mut g = g.expand(&shape)?;
+            if let Some(s) = self.scale {
+                g = g.mul_scalar(s)?;
+            }
+            Ok(vec![Some(g)])
+        })())
+    }
 }
 
 pub(crate) struct MaxAllBackward;
@@ -391,6 +414,31 @@ impl Tensor {
             .collect();
         let s = self.sum(Some(&dims), true)?;
         s.reshape(&shape.iter().map(|&d| d as isize).collect::<Vec<_>>())
+    }
+
+    /// `sum_to` for a batch of gradients: sums `[batch, *broadcast]` down to `[batch, *shape]`,
+    /// the first dimension kept as it is (the Jacobian engine, NOTE [Batched rows]).
+    pub fn sum_to_batched(&self, shape: &[usize]) -> Result<Tensor> {
+        let inner = self.shape().get(1..).unwrap_or(&[]);
+        if inner == shape {
+            return Ok(self.clone());
+        }
+        if self.ndim() == 0 || inner.len() < shape.len() {
+            return Err(Error::shape(format!(
+                "sum_to_batched: a batch of shape {} does not sum down to {}",
+                crate::tensor::layout::fmt_shape(self.shape()),
+                crate::tensor::layout::fmt_shape(shape)
+            )));
+        }
+        let lead = inner.len() - shape.len();
+        let dims: Vec<isize> = (0..inner.len())
+            .filter(|&i| i < lead || (shape[i - lead] == 1 && inner[i] != 1))
+            .map(|i| i as isize + 1)
+            .collect();
+        let s = self.sum(Some(&dims), true)?;
+        let mut out = vec![self.shape()[0] as isize];
+        out.extend(shape.iter().map(|&d| d as isize));
+        s.reshape(&out)
     }
 
     /// Product of all elements (dim None) or along `dim`. Integer and bool inputs give int64

@@ -73,6 +73,67 @@ impl SingleOutput for ShapeBackward {
             }
         })
     }
+
+    fn input_grads_batched(
+        &self,
+        _node: &Node,
+        g: &Tensor,
+        _: Need<'_>,
+        batch: usize,
+    ) -> Option<Result<Vec<Option<Tensor>>>> {
+        Some(self.batched(g, batch))
+    }
+}
+
+impl ShapeBackward {
+    /// The formula for a batch of gradients `[batch, *output shape]` (NOTE [Batched rows]): the
+    /// same undoing, one dimension further right.
+    fn batched(&self, g: &Tensor, batch: usize) -> Result<Vec<Option<Tensor>>> {
+        let with_batch = |shape: &[usize]| {
+            let mut s = vec![batch as isize];
+            s.extend(as_isize(shape));
+            s
+        };
+        Ok(match self {
+            ShapeBackward::Reshape(shape) => vec![Some(g.reshape(&with_batch(shape))?)],
+            ShapeBackward::Unsqueeze(d) => vec![Some(g.squeeze_dim(*d as isize + 1)?)],
+            ShapeBackward::Expand(shape) => vec![Some(g.sum_to_batched(shape)?)],
+            ShapeBackward::Transpose(a, b) => vec![Some(g.transpose(*a as isize + 1, *b as isize + 1)?)],
+            ShapeBackward::Permute(inv) => {
+                let mut p = vec![0isize];
+                p.extend(inv.iter().map(|&d| d as isize + 1));
+                vec![Some(g.permute(&p)?)]
+            }
+            ShapeBackward::ToCopy(dt) => vec![Some(g.to_dtype(*dt)?)],
+            ShapeBackward::Identity => vec![Some(g.clone())],
+            ShapeBackward::Cat { dim, sizes } => {
+                let mut start = 0;
+                let mut out = Vec::with_capacity(sizes.len());
+                for &s in sizes {
+                    out.push(Some(g.narrow(*dim as isize + 1, start, s)?));
+                    start += s;
+                }
+                out
+            }
+            ShapeBackward::Narrow { input_shape, dim, start } => {
+                let mut full = vec![batch];
+                full.extend_from_slice(input_shape);
+                let z = Tensor::zeros(&full, g.dtype())?;
+                let d = *dim + 1;
+                let mut parts = Vec::new();
+                let len = g.shape()[d];
+                if *start > 0 {
+                    parts.push(z.narrow(d as isize, 0, *start)?);
+                }
+                parts.push(g.clone());
+                let end = start + len;
+                if end < input_shape[*dim] {
+                    parts.push(z.narrow(d as isize, end, input_shape[*dim] - end)?);
+                }
+                vec![Some(Tensor::cat(&parts, d as isize)?)]
+            }
+        })
+    }
 }
 
 fn as_isize(s: &[usize]) -> Vec<isize> {

@@ -70,7 +70,40 @@ fn _unpack_dual(
     Ok((primal, tangent))
 }
 
+/// The rows of the Jacobian of `outputs` with respect to `inputs` from one batched run over the
+/// recorded graph (NOTE [Batched rows] in `autograd/jacobian.rs`): per input a tensor
+/// `[rows, *input.shape]` or None; None instead of the list when the batched run declines.
+#[pyfunction]
+#[pyo3(signature = (outputs, inputs, create_graph=false, chunk_size=None))]
+fn _jacobian_rows(
+    py: Python<'_>,
+    outputs: Vec<Bound<'_, PyAny>>,
+    inputs: Vec<Bound<'_, PyAny>>,
+    create_graph: bool,
+    chunk_size: Option<usize>,
+) -> PyResult<Option<Vec<Option<Py<PyAny>>>>> {
+    let roots = outputs.iter().map(|o| expect_tensor(o, "outputs")).collect::<PyResult<Vec<_>>>()?;
+    let ins = inputs.iter().map(|i| expect_tensor(i, "inputs")).collect::<PyResult<Vec<_>>>()?;
+    let rows = enter(py, Cost::Heavy, move || {
+        crate::autograd::jacobian::jacobian_rows(&roots, &ins, create_graph, chunk_size)
+    })?;
+    let Some(rows) = rows else { return Ok(None) };
+    rows.into_iter()
+        .map(|r| r.map(|t| PyTensor::wrap(py, t).map(|t| t.into_any())).transpose())
+        .collect::<PyResult<Vec<_>>>()
+        .map(Some)
+}
+
+/// Whether the graph behind `outputs` has a custom operation written in Python.
+#[pyfunction]
+fn _reaches_custom(outputs: Vec<Bound<'_, PyAny>>) -> PyResult<bool> {
+    let roots = outputs.iter().map(|o| expect_tensor(o, "outputs")).collect::<PyResult<Vec<_>>>()?;
+    Ok(crate::autograd::jacobian::reaches_custom(&roots))
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_jacobian_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(_reaches_custom, m)?)?;
     m.add_function(wrap_pyfunction!(_enter_dual_level, m)?)?;
     m.add_function(wrap_pyfunction!(_exit_dual_level, m)?)?;
     m.add_function(wrap_pyfunction!(_dual_level_count, m)?)?;

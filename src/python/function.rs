@@ -240,12 +240,7 @@ impl PyFunctionOp {
         let ctx = self.ctx.bind(py);
         ctx.try_borrow_mut()?.in_jvp = true;
         let result = self.cls.bind(py).getattr(intern!(py, "jvp")).and_then(|f| f.call1(PyTuple::new(py, call)?));
-        let dropped = {
-            let mut c = ctx.try_borrow_mut()?;
-            c.in_jvp = false;
-            c.for_forward.take()
-        };
-        drop(dropped);
+        ctx.try_borrow_mut()?.in_jvp = false;
         let result = result?;
         let items: Vec<Bound<'_, PyAny>> = if let Ok(t) = result.cast::<PyTuple>() {
             t.iter().collect()
@@ -390,6 +385,15 @@ impl CustomOp for PyFunctionOp {
 
     fn jvp(&self, tangents: Vec<Tensor>) -> Result<Vec<Option<Tensor>>> {
         Python::attach(|py| self.jvp_py(py, tangents)).map_err(external)?
+    }
+
+    fn jvp_done(&self) {
+        // `save_for_forward`'s tensors serve every level's jvp call, then go (outside the ctx's
+        // borrow: dropping them may run Python code)
+        Python::attach(|py| {
+            let dropped = self.ctx.bind(py).try_borrow_mut().ok().and_then(|mut c| c.for_forward.take());
+            drop(dropped);
+        });
     }
 
     fn parallel_safe(&self) -> bool {

@@ -289,6 +289,36 @@ pub fn format_tensor(t: &Tensor) -> String {
     } else if t.requires_grad() {
         s.push_str(", requires_grad=True");
     }
+    // A dual tensor shows the tangent of the innermost visible level, as PyTorch shows its one
+    // level's: a 0-d tangent as its value, on a new line when the line would pass 80 columns.
+    if let Ok(Some(tangent)) = t.tangent(None) {
+        let shown = if tangent.ndim() == 0 {
+            tangent.to_f64_vec().ok().and_then(|v| v.first().copied()).map(py_float).unwrap_or_default()
+        } else {
+            format_tensor(&tangent)
+        };
+        let suffix = format!("tangent={shown}");
+        let last_line = s.len() - s.rfind('\n').map_or(0, |i| i + 1);
+        if last_line + suffix.len() + 2 > 80 {
+            s.push_str(",\n       ");
+        } else {
+            s.push_str(", ");
+        }
+        s.push_str(&suffix);
+    }
     s.push(')');
     s
+}
+
+/// A float as Python's `repr` writes it (`7.0`, `0.5`, `inf`, `nan`).
+fn py_float(v: f64) -> String {
+    if v.is_nan() {
+        "nan".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "inf" } else { "-inf" }.into()
+    } else if v == v.trunc() && v.abs() < 1e16 {
+        format!("{v:.1}")
+    } else {
+        format!("{v}")
+    }
 }

@@ -590,16 +590,20 @@ def test_copy_forward_ad_same_layout_copies_grad():
 
 
 def test_inference_mode():
-    """Forward mode under inference mode: operations with rules of their own work; the others, whose rule
-    is derived from a backward formula that inference mode does not record, raise (never a silent zero)."""
+    """Forward mode under inference mode, as PyTorch's: tangents are hidden (``unpack_dual`` finds none,
+    operations compute none, ``make_dual`` attaches none), whatever the operation's rule; outside it, the
+    dual tensors made before still carry theirs."""
     x, t = tg.tensor([0.5, 1.0, 2.0]), tg.tensor([1.0, 2.0, 3.0])
     with fwAD.dual_level():
+        outside = fwAD.make_dual(x, t)
         with tg.inference_mode():
             d = fwAD.make_dual(x, t)
-            out = d.sin() * 2 + 1
-            np.testing.assert_allclose(arr(fwAD.unpack_dual(out).tangent), 2 * np.cos(arr(x)) * arr(t), rtol=1e-6)
-            with pytest.raises(NotImplementedError, match="under inference mode"):
-                d.sum()
+            assert fwAD.unpack_dual(d).tangent is None
+            assert fwAD.unpack_dual(outside).tangent is None
+            for out in (outside.sin() * 2 + 1, outside.sum(), outside.cumsum(0), outside[0]):
+                assert fwAD.unpack_dual(out).tangent is None
+        assert fwAD.unpack_dual(d).tangent is None
+        np.testing.assert_allclose(arr(fwAD.unpack_dual(outside.sin()).tangent), np.cos(arr(x)) * arr(t), rtol=1e-6)
 
 
 # covers: test_autograd.py::TestAutograd::test_gradcheck_forward_ad_runs_with_no_requires_grad
@@ -686,3 +690,61 @@ def test_linalg_forward_mode():
         (lambda m: (lambda w, V: V * V[0].sign())(*tg.linalg.eigh(sym(m))), (spd,)),
     ]:
         assert tg.autograd.gradcheck(fn, inputs, check_forward_ad=True)
+
+
+# covers: test_autograd.py::TestAutogradForwardMode::test_print
+def test_print():
+    # a dual tensor's printout names its tangent; a plain one's does not (PyTorch's form, torch -> tapegrad)
+    with fwAD.dual_level():
+        a = tg.rand(3)
+        assert "tangent=" not in str(a)
+        b = fwAD.make_dual(a, tg.rand(3))
+        assert "tangent=" not in str(a)
+        assert "tangent=" in str(b)
+        b_primal, b_tangent = fwAD.unpack_dual(b)
+        assert "tangent=" not in str(b_primal)
+        assert "tangent=" not in str(b_tangent)
+    assert "tangent=" not in str(b)  # the level exited
+
+
+# covers: test_autograd.py::TestAutogradForwardMode::test_make_dual_inference_tensor_in_inference_mode
+def test_make_dual_inference_tensor_in_inference_mode():
+    # under inference mode make_dual attaches no tangent (PyTorch's result: unpack_dual finds none) and the
+    # result is an inference tensor; outside it, that tensor still has none
+    with fwAD.dual_level():
+        with tg.inference_mode():
+            foo = tg.rand(2)
+            bar = fwAD.make_dual(foo, tg.ones(2))
+            assert bar.is_inference()
+            assert fwAD.unpack_dual(bar).tangent is None
+            np.testing.assert_array_equal(arr(fwAD.unpack_dual(bar).primal), arr(foo))
+        assert fwAD.unpack_dual(bar).tangent is None
+
+
+# covers: test_autograd.py::TestAutogradForwardMode::test_fwd_grad_enabled
+def test_fwd_grad_enabled():
+    assert fwAD._is_fwd_grad_enabled()
+    try:
+        tg._tapegrad._set_fwd_grad_enabled(False)
+        assert not fwAD._is_fwd_grad_enabled()
+    finally:
+        tg._tapegrad._set_fwd_grad_enabled(True)
+    assert fwAD._is_fwd_grad_enabled()
+
+
+# covers: test_autograd.py::TestAutogradForwardMode::test_set_fwd_grad_enabled
+def test_set_fwd_grad_enabled():
+    # with forward grad off, as PyTorch: make_dual attaches no tangent, unpack_dual finds none (not even
+    # on a dual tensor made before), operations compute none; turned back on, the earlier tangent is back
+    x = tg.tensor([3.0, 1.0])
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, tg.tensor([1.0, 2.0]))
+        with fwAD._set_fwd_grad_enabled(False):
+            assert not fwAD._is_fwd_grad_enabled()
+            e = fwAD.make_dual(x, tg.ones(2))
+            assert fwAD.unpack_dual(e).tangent is None
+            assert fwAD.unpack_dual(d).tangent is None
+            assert fwAD.unpack_dual(d * 2).tangent is None
+        assert fwAD._is_fwd_grad_enabled()
+        np.testing.assert_array_equal(arr(fwAD.unpack_dual(d * 2).tangent), [2.0, 4.0])
+        assert fwAD.unpack_dual(e).tangent is None

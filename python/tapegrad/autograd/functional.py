@@ -476,6 +476,10 @@ def _jacobian_forward(func: Callable[..., Any], inputs: Any, strict: bool, vecto
             "Computing Jacobian using forward-AD or forward-over-reverse Hessian is only implemented for "
             "`vectorize=True` (as in PyTorch; here vectorize=True still loops over basis vectors)."
         )
+    batched = _batched_forward_blocks(func, ins) if any(x.numel() for x in ins) else None
+    if batched is not None:
+        outputs_obj, blocks = batched
+        return _unpack(blocks, (isinstance(outputs_obj, tuple), inputs_tuple))
     outputs_obj, cols, outs = _basis_jvps(func, ins)
     outputs_tuple = isinstance(outputs_obj, tuple)
     res = []
@@ -494,6 +498,69 @@ def _jacobian_forward(func: Callable[..., Any], inputs: Any, strict: bool, vecto
             row.append(mat.reshape(*o.shape, *x.shape))
         res.append(tuple(row))
     return _unpack(tuple(res), (outputs_tuple, inputs_tuple))
+
+
+class _HasCustom(Exception):
+    """Raised out of the linearization when the function contains a custom ``Function``."""
+
+
+def _batched_forward_blocks(func: Callable[..., Any], ins: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...]] | None:
+    """The forward-mode Jacobian (a tuple of blocks per output) from one run of ``func`` and one
+    batched reverse pass over its double-vjp graph (rows of ``Jᵀ``, NOTE [Batched rows] in
+    ``autograd/jacobian.rs``); None when ``func`` contains a custom ``Function`` (its own ``jvp``
+    then pushes the columns) or the batched pass declines."""
+
+    def outs_of(obj: Any) -> tuple[Any, ...]:
+        outs = _as_tuple(obj, "outputs of the user-provided function", "jacobian")[1]
+        if _C._reaches_custom(list(outs)):
+            raise _HasCustom
+        return outs
+
+    try:
+        lin = _Linearization(func, ins, outs_of, False)
+    except _HasCustom:
+        return None
+    roots = [x.detach() if g is None else g for g, x in zip(lin.g, ins)]
+    rows = _C._jacobian_rows(roots, list(lin.us), False, None) if lin.us else []
+    if rows is None:
+        return None
+    by_out: list[Any] = [None] * len(lin.outs)
+    for i, r in zip(lin.diff, rows):
+        by_out[i] = r
+    blocks = []
+    for o, r in zip(lin.outs, by_out):
+        row, start = [], 0
+        for x in ins:
+            n = x.numel()
+            if r is None:
+                mat = _C.zeros(*o.shape, *x.shape, dtype=o.dtype)
+            else:
+                mat = r[start:start + n].detach().reshape(n, o.numel()).t().reshape(*o.shape, *x.shape)
+            start += n
+            row.append(mat)
+        blocks.append(tuple(row))
+    return lin.obj, tuple(blocks)
+
+
+def _batched_jacobian(outs: tuple[Any, ...], ins: tuple[Any, ...], create_graph: bool) -> list[Any] | None:
+    """The reverse-mode Jacobian's blocks (a tuple per output) from one batched reverse run over
+    the recorded graph (NOTE [Batched rows] in ``autograd/jacobian.rs``); None when that run
+    declines or there is no row (the caller loops over rows)."""
+    diff = [o for o in outs if o.requires_grad]
+    if not diff or not any(o.numel() for o in outs):
+        return None
+    rows = _C._jacobian_rows(list(outs), list(ins), create_graph, None)
+    if rows is None:
+        return None
+    blocks, start = [], 0
+    for o in outs:
+        n = o.numel()
+        blocks.append(tuple(
+            _C.zeros(*o.shape, *x.shape, dtype=x.dtype) if r is None else r[start:start + n].reshape(*o.shape, *x.shape)
+            for x, r in zip(ins, rows)
+        ))
+        start += n
+    return blocks
 
 
 def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False,
@@ -534,8 +601,9 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
                 "tg.autograd.functional.jacobian: strict=True and vectorized=True are not supported "
                 "together. Set strict=False or vectorize=False."
             )
-        rows = []
-        for i, out in enumerate(outs):
+        batched = None if strict else _batched_jacobian(outs, ins, create_graph)
+        rows = [] if batched is None else batched
+        for i, out in enumerate(outs if batched is None else ()):
             per_input: list[list[Any]] = [[] for _ in ins]
             flat = out.reshape(-1)
             for k in range(out.numel()):

@@ -510,12 +510,12 @@ def jacrev(func: Callable[..., Any], argnums: argnums_t = 0, *, has_aux: bool = 
             with enable_grad():
                 tracked = [_track(x) for x in in_leaves]
                 output = func(*_rebuild_args(args, nums, tracked, specs), **kwargs)
-                output, aux = _split_aux(output, has_aux, api)
+                output, aux = _split_aux(output, has_aux, "vjp(f, *primals)")
                 out_leaves, out_spec = _tensor_leaves(output, api)
                 _check_floating(out_leaves)
                 keep = keep or (grad_mode and _reaches_outside((output, aux), tracked))
-                blocks = []
-                for o in out_leaves:
+                blocks = _batched_rows(out_leaves, tracked, keep, chunk_size)
+                for o in out_leaves if blocks is None else []:
                     rows: list[list[Any]] = [[] for _ in tracked]
                     for k in range(o.numel()):
                         gs = _grads([o], tracked, [_one_hot(o, k)], create_graph=keep, retain_graph=True)
@@ -525,13 +525,93 @@ def jacrev(func: Callable[..., Any], argnums: argnums_t = 0, *, has_aux: bool = 
                     for j, x in enumerate(tracked):
                         mat = _C.stack(rows[j], dim=0) if rows[j] else _C.zeros(0, *x.shape, dtype=x.dtype)
                         row.append(mat.reshape(*o.shape, *x.shape))
+                    blocks = blocks or []
                     blocks.append(row if keep else [_detach(b) for b in row])
-            jac = _jac_result(blocks, out_spec, nums, specs)
+            jac = _jac_result(blocks or [], out_spec, nums, specs)
             if has_aux:
                 return jac, (aux if keep else _detach_tree(aux))
             return jac
 
     return wrapper
+
+
+def _batched_rows(out_leaves: list[Any], tracked: list[Any], keep: bool,
+                  chunk_size: int | None) -> list[list[Any]] | None:
+    """jacrev's blocks (``blocks[i][j]``: output leaf i against input j) from one batched reverse
+    run over the recorded graph (NOTE [Batched rows] in ``autograd/jacobian.rs``), or None when
+    that run declines (hooks, anomaly mode) or there is no row: the caller loops over rows."""
+    if not any(o.numel() for o in out_leaves):
+        return None
+    rows = _C._jacobian_rows(list(out_leaves), list(tracked), keep, chunk_size)
+    if rows is None:
+        return None
+    blocks, start = [], 0
+    for o in out_leaves:
+        n = o.numel()
+        row = []
+        for x, r in zip(tracked, rows):
+            if r is None:
+                mat = _C.zeros(*o.shape, *x.shape, dtype=x.dtype)
+            else:
+                mat = r[start:start + n].reshape(*o.shape, *x.shape)
+            row.append(mat if keep else _detach(mat))
+        blocks.append(row)
+        start += n
+    return blocks
+
+
+def _batched_columns(call: Callable[..., Any], in_leaves: list[Any], has_aux: bool, api: str,
+                     keep: bool) -> tuple[TreeSpec, list[Any], list[list[Any]], Any, bool] | None:
+    """jacfwd's blocks from one run of the function and one batched reverse run over its
+    double-vjp graph (``g(u) = J^T u``, whose vector-Jacobian product with a basis tangent is a
+    column of ``J``): (output spec, output leaves, blocks[i][j], aux, whether the results keep
+    their graph), or None when the function has a custom ``Function`` (whose forward rule is its
+    own ``jvp``: the caller pushes tangents column by column) or the batched run declines."""
+    box: dict[str, Any] = {}
+    grad_mode = _C.is_grad_enabled()
+
+    def outs_of(obj: Any) -> tuple[Any, ...]:
+        out, aux = _split_aux(obj, has_aux, api)
+        leaves, spec = _tensor_leaves(out, api)
+        box["aux"], box["spec"] = aux, spec
+        if _C._reaches_custom(list(leaves)):
+            raise _UseColumns
+        return tuple(leaves)
+
+    def decide(ins: tuple[Any, ...], obj: Any) -> bool:
+        return keep or (grad_mode and _reaches_outside(obj, list(ins)))
+
+    try:
+        lin = _AF._Linearization(call, in_leaves, outs_of, decide)
+    except _UseColumns:
+        return None
+    outs = list(lin.outs)
+    cg = lin.create_graph
+    roots = [x.detach() if g is None else g for g, x in zip(lin.g, in_leaves)]
+    rows = _C._jacobian_rows(roots, list(lin.us), cg, None) if lin.us else []
+    if rows is None:
+        return None
+    by_out: list[Any] = [None] * len(outs)
+    for i, r in zip(lin.diff, rows):
+        by_out[i] = r
+    blocks = []
+    for o, r in zip(outs, by_out):
+        row, start = [], 0
+        for x in in_leaves:
+            n = x.numel()
+            if r is None:
+                mat = _C.zeros(*o.shape, *x.shape, dtype=o.dtype)
+            else:
+                # rows of J^T: row k is column k of J
+                mat = r[start:start + n].reshape(n, o.numel()).t().reshape(*o.shape, *x.shape)
+            start += n
+            row.append(mat if cg else _detach(mat))
+        blocks.append(row)
+    return box["spec"], outs, blocks, box["aux"], cg
+
+
+class _UseColumns(Exception):
+    """Raised out of the linearization when jacfwd must push tangents column by column."""
 
 
 def jacfwd(func: Callable[..., Any], argnums: argnums_t = 0, has_aux: bool = False, *,
@@ -550,18 +630,29 @@ def jacfwd(func: Callable[..., Any], argnums: argnums_t = 0, has_aux: bool = Fal
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        api = "jacfwd(f, ...)(*args)"
+        api = "jvp(f, primals, tangents)"  # jacfwd is built on jvp: its messages, as PyTorch's
         nums = _normalize_argnums(argnums, len(args))
         with _level():
             in_leaves, specs = _chosen(args, nums)
             for x in in_leaves:
                 if not isinstance(x, Tensor):
                     raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")
+                if not x.is_floating_point():
+                    # the basis tangents make dual tensors of the inputs (PyTorch's make_dual refusal)
+                    raise ValueError(f"Expected primal to be floating point or complex, but got: {x.dtype}")
             keep = _keep(*in_leaves)
 
             def call(*flat: Any) -> Any:
                 return func(*_rebuild_args(args, nums, list(flat), specs), **kwargs)
 
+            if any(x.numel() for x in in_leaves):
+                batched = _batched_columns(call, in_leaves, has_aux, api, keep)
+                if batched is not None:
+                    b_spec, _outs, b_blocks, b_aux, b_keep = batched
+                    jac = _jac_result(b_blocks, b_spec, nums, specs)
+                    if has_aux:
+                        return jac, (b_aux if b_keep else _detach_tree(b_aux))
+                    return jac
             cols: list[list[Any]] | None = None
             out_leaves: list[Any] = []
             out_spec: TreeSpec | None = None

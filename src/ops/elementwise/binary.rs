@@ -150,6 +150,17 @@ fn kept(saved: &[Tensor], slot: Option<usize>) -> Result<&Tensor> {
 }
 
 impl SingleOutput for BinaryBackward {
+    fn input_grads_batched(
+        &self,
+        node: &Node,
+        g: &Tensor,
+        need: Need<'_>,
+        _batch: usize,
+    ) -> Option<Result<Vec<Option<Tensor>>>> {
+        // element-wise: the saved values broadcast against the leading batch dimension
+        Some(self.input_grads(node, g.clone(), need))
+    }
+
     fn input_grads(&self, node: &Node, g: Tensor, need: Need<'_>) -> Result<Vec<Option<Tensor>>> {
         let saved = node.unpack_saved()?;
         let (a, b, out) = (kept(&saved, self.a), kept(&saved, self.b), kept(&saved, self.out));
@@ -343,6 +354,17 @@ struct ScalarBackward {
 }
 
 impl SingleOutput for ScalarBackward {
+    fn input_grads_batched(
+        &self,
+        node: &Node,
+        g: &Tensor,
+        need: Need<'_>,
+        _batch: usize,
+    ) -> Option<Result<Vec<Option<Tensor>>>> {
+        // element-wise: the saved values broadcast against the leading batch dimension
+        Some(self.input_grads(node, g.clone(), need))
+    }
+
     fn keeps_values(&self) -> bool {
         matches!(self.op, ScalarOp::Mul | ScalarOp::Div)
     }

@@ -619,6 +619,17 @@ fn sign<T: num_traits::Float>(x: T) -> T {
 struct UnaryBackward(Unary);
 
 impl SingleOutput for UnaryBackward {
+    fn input_grads_batched(
+        &self,
+        node: &Node,
+        g: &Tensor,
+        need: Need<'_>,
+        _batch: usize,
+    ) -> Option<Result<Vec<Option<Tensor>>>> {
+        // element-wise: the saved values broadcast against the leading batch dimension
+        Some(self.input_grads(node, g.clone(), need))
+    }
+
     fn input_grads(&self, node: &Node, g: Tensor, _: Need<'_>) -> Result<Vec<Option<Tensor>>> {
         let row = self.0.entry();
         let kept = row.keep.unpack(node)?;
