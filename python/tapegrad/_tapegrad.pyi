@@ -1065,3 +1065,10 @@ def _unpack_dual(tensor: Tensor, level: int | None = None) -> tuple[Tensor, Tens
 
 __all__ += ["_enter_dual_level", "_exit_dual_level", "_dual_level_count", "_make_dual", "_unpack_dual"]
 __all__ += ["_is_fwd_grad_enabled", "_set_fwd_grad_enabled"]
+
+# The float32 matmul precision (tapegrad._precision wraps these).
+def _set_float32_matmul_precision(precision: object) -> None: ...
+def _get_float32_matmul_precision() -> _str: ...
+def _bf16_matmul_available() -> _bool: ...
+
+__all__ += ["_set_float32_matmul_precision", "_get_float32_matmul_precision", "_bf16_matmul_available"]
