@@ -17,9 +17,9 @@ def set_float32_matmul_precision(precision: str) -> None:
       throughput, with a relative error near ``2**-8`` instead of ``2**-24`` (docs/api.md gives
       the measured errors). On a CPU without AVX512_BF16, ``"medium"`` multiplies exactly.
 
-    It applies to every float32 product: ``@``, ``mm``, ``bmm``, ``matmul``, ``linear``,
-    ``einsum``/``tensordot`` and the products of their backward passes. float64, float16 and
-    bfloat16 products are unaffected. Any other string raises ``ValueError``; a non-string
+    It applies to every float32 matrix product: ``@``, ``mm``, ``bmm``, ``matmul``, ``mv``,
+    ``linear``, ``addmm``, ``einsum``/``tensordot`` and the products of their backward passes
+    (``dot`` of two vectors stays exact). float64, float16 and bfloat16 products are unaffected. Any other string raises ``ValueError``; a non-string
     ``TypeError``.
 
     >>> import tapegrad as tg
