@@ -242,6 +242,7 @@ unsafe fn pack<const W: usize>(dst: &mut [u32], kc: usize, width: usize, src: *c
 fn interleave(even: __m512, odd: __m512) -> __m512i {
     // `cvtne2ps(odd, even)` puts the 16 rounded even values in the low half and the odd ones in
     // the high half; the permutation zips them into (even, odd) pairs.
+    // SAFETY: a 512-bit vector reinterpreted as another.
     let both: __m512i = unsafe { std::mem::transmute::<__m512bh, __m512i>(_mm512_cvtne2ps_pbh(odd, even)) };
     let zip = _mm512_set_epi16(
         31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1,
@@ -472,7 +473,7 @@ mod tests {
             return;
         }
         let data: Vec<f32> = (0..80 * 90).map(|i| ((i * 7919) % 1009) as f32 * 0.37 - 150.0).collect();
-        for &(kc, width) in &[(1, 1), (2, 12), (7, 5), (32, 16), (33, 17), (64, 32), (71, 29), (512, 12)] {
+        for &(kc, width) in &[(1usize, 1usize), (2, 12), (7, 5), (32, 16), (33, 17), (64, 32), (71, 29), (512, 12)] {
             for &(ls, ks) in &[(1isize, 90isize), (90, 1), (3, 7 * 90 / 64)] {
                 if (width as isize - 1) * ls + (kc as isize - 1) * ks >= data.len() as isize {
                     continue;
