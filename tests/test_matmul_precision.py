@@ -215,3 +215,18 @@ def test_switching_while_other_threads_multiply():
     switcher.join()
     # Each product ran wholly at one precision: bit for bit one of the two results.
     assert not bad
+
+
+@needs_bf16
+def test_medium_special_values():
+    inf, nan = float("inf"), float("nan")
+    a = np.array([[nan, 1.0], [inf, 0.0], [1.0, inf], [1e-39, 0.0], [-1e-39, 2.0**-126]], np.float32)
+    b = np.array([[1.0, 0.0], [1.0, 1.0]], np.float32)
+    tg.set_float32_matmul_precision("medium")
+    got = (tg.from_numpy(a) @ tg.from_numpy(b)).numpy()
+    # NaN spreads along its row; inf * 0 is NaN; inf * 1 stays inf.
+    assert np.isnan(got[0]).all() and np.isnan(got[1, 1]) and got[1, 0] == inf
+    np.testing.assert_array_equal(got[2], [inf, inf])
+    # A subnormal operand counts as zero; the smallest normal does not.
+    np.testing.assert_array_equal(got[3], [0.0, 0.0])
+    np.testing.assert_array_equal(got[4], [2.0**-126, 2.0**-126])
