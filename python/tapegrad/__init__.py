@@ -463,3 +463,9 @@ __all__ += [
     "clip", "masked_fill", "masked_select", "diag_embed", "bernoulli", "multinomial", "poisson", "seed",
     "initial_seed", "get_rng_state", "set_rng_state",
 ]
+
+
+# bf16 (issue 19): the float32 matmul precision ("medium": bfloat16 products on AVX512_BF16).
+from ._precision import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
+
+__all__ += ["set_float32_matmul_precision", "get_float32_matmul_precision"]

@@ -130,6 +130,8 @@ fn product_kernel(
         return kernel(a, b, dt);
     };
     let _off = crate::autograd::GradModeGuard::no_grad();
+    // "medium" concerns float32 operands only: float16's 11 bits stay exact.
+    let _exact = (dt == crate::DType::Float16).then(super::matmul_precision::ExactScope::new);
     kernel(&a.detach().to_dtype(wide)?, &b.detach().to_dtype(wide)?, wide)?.to_dtype(dt)
 }
 

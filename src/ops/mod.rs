@@ -13,6 +13,7 @@ pub mod index;
 pub mod inplace;
 pub(crate) mod kernel;
 pub mod linalg;
+pub mod matmul_precision;
 pub mod optim;
 pub mod reduce;
 pub mod reduce_more;

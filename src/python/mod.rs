@@ -28,6 +28,8 @@ mod tensor_scatter;
 mod tensor_shape;
 mod tensor_sort;
 mod tensor_unary;
+// bf16 (issue 19): the float32 matmul precision setting.
+mod precision;
 
 use pyo3::prelude::*;
 
@@ -57,6 +59,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     linalg::register(m)?;
     tensor_exchange::register(m)?;
     forward::register(m)?;
+    precision::register(m)?;
     autograd::install_hooks();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);
     Ok(())

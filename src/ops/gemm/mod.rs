@@ -16,6 +16,7 @@
 //! threaded 2048³ on both cores (the measurement in `ops/linalg.rs`), about 96 GFLOP/s per core.
 
 mod avx512;
+mod bf16;
 mod pack;
 
 use std::cell::RefCell;
@@ -83,6 +84,11 @@ impl Problem<f32> {
 pub(crate) unsafe fn sgemm(p: Problem<f32>) {
     let Problem { m, k, n, .. } = p;
     if m == 0 || n == 0 {
+        return;
+    }
+    if crate::ops::matmul_precision::use_bf16_products() {
+        // SAFETY: AVX-512F/BW and AVX512_BF16 were detected; the caller's contract is `bf16::sgemm`'s.
+        unsafe { bf16::sgemm(p) };
         return;
     }
     if !std::arch::is_x86_feature_detected!("avx512f") || k == 0 {

@@ -1,0 +1,111 @@
+"""float32 matmul throughput at "highest" against "medium" (bfloat16 products, AVX512_BF16), in one
+run: 4096^3 and every product of W4's step (forward, and backward's transposed operands), then the
+whole W4 step. The two precisions alternate within each round and the table keeps each one's
+minimum over the rounds, so that load from other processes hits both alike.
+
+    python benches/matmul_precision.py [--rounds N] [--quick]
+"""
+
+import argparse
+import platform
+import time
+
+import numpy as np
+
+import tapegrad as tg
+
+W4_SIZES, W4_BATCH = (1024, 4096, 4096, 1024), 256
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def products():
+    """(label, m, k, n, transpose A, transpose B): 4096^3 and W4's nine products."""
+    out = [("4096^3", 4096, 4096, 4096, False, False)]
+    for a, b in zip(W4_SIZES, W4_SIZES[1:]):
+        out.append((f"W4 fwd x@W {W4_BATCH}x{a}x{b}", W4_BATCH, a, b, False, False))
+    for a, b in list(zip(W4_SIZES, W4_SIZES[1:]))[1:]:
+        out.append((f"W4 bwd g@W.T {W4_BATCH}x{b}x{a}", W4_BATCH, b, a, False, True))
+    for a, b in zip(W4_SIZES, W4_SIZES[1:]):
+        out.append((f"W4 bwd x.T@g {a}x{W4_BATCH}x{b}", a, W4_BATCH, b, True, False))
+    return out
+
+
+def operand(rng, rows, cols, transposed):
+    if transposed:
+        return tg.from_numpy(rng.standard_normal((cols, rows)).astype(np.float32)).t()
+    return tg.from_numpy(rng.standard_normal((rows, cols)).astype(np.float32))
+
+
+def timed(fn, reps):
+    best = float("inf")
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def w4_step():
+    rng = np.random.default_rng(0)
+    ws = [tg.from_numpy((rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32)).requires_grad_()
+          for a, b in zip(W4_SIZES, W4_SIZES[1:])]
+    x = tg.from_numpy(rng.standard_normal((W4_BATCH, W4_SIZES[0])).astype(np.float32))
+    y = tg.from_numpy(rng.standard_normal((W4_BATCH, W4_SIZES[-1])).astype(np.float32))
+
+    def run():
+        h = x
+        for i, w in enumerate(ws):
+            h = h.mm(w)
+            if i < len(ws) - 1:
+                h = h.relu()
+        loss = ((h - y) ** 2).mean()
+        for w in ws:
+            w.grad = None
+        loss.backward()
+    return run
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="skip 4096^3")
+    args = ap.parse_args()
+    print(f"CPU: {cpu_model()}; AVX512_BF16 kernel: {tg._tapegrad._bf16_matmul_available()}")
+    print(f"{'product':32s} {'highest GFLOP/s':>16s} {'medium GFLOP/s':>15s} {'speedup':>8s}")
+    rng = np.random.default_rng(0)
+    rows = [r for r in products() if not (args.quick and r[0] == "4096^3")]
+    for label, m, k, n, ta, tb in rows:
+        a, b = operand(rng, m, k, ta), operand(rng, k, n, tb)
+        reps = 2 if m * k * n >= 4096**3 else 5
+        best = {"highest": float("inf"), "medium": float("inf")}
+        for _ in range(args.rounds):
+            for p in best:
+                tg.set_float32_matmul_precision(p)
+                best[p] = min(best[p], timed(lambda a=a, b=b: a @ b, reps))
+        flop = 2.0 * m * k * n
+        hi, me = flop / best["highest"] / 1e9, flop / best["medium"] / 1e9
+        print(f"{label:32s} {hi:16.1f} {me:15.1f} {me / hi:7.2f}x")
+    run = w4_step()
+    best = {"highest": float("inf"), "medium": float("inf")}
+    for _ in range(args.rounds):
+        for p in best:
+            tg.set_float32_matmul_precision(p)
+            run()
+            best[p] = min(best[p], timed(run, 3))
+    tg.set_float32_matmul_precision("highest")
+    print(f"{'W4 step (ms, min)':32s} {best['highest'] * 1e3:16.1f} {best['medium'] * 1e3:15.1f} "
+          f"{best['highest'] / best['medium']:7.2f}x")
+
+
+if __name__ == "__main__":
+    main()

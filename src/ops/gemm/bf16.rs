@@ -1,0 +1,548 @@
+//! float32 GEMM with bfloat16 products and float32 sums (`set_float32_matmul_precision("medium")`),
+//! on AVX512_BF16's `vdpbf16ps`.
+//!
+//! `vdpbf16ps` multiplies 32 pairs of bfloat16 values and adds each pair's two products into one
+//! of 16 float32 lanes: twice the multiply-adds of a float32 FMA per instruction. So the operands
+//! are packed as *pair words*: one 32-bit word holds two bfloat16 values of consecutive `k`, the
+//! even one in the low half (`_mm512_cvtne2ps_pbh` rounds to nearest even). A panel of width `W`
+//! (`MR` rows of `A` or `NR` columns of `B`) is `ceil(kc / 2)` steps of `W` words, step-major; an
+//! odd `k` is padded with a zero in both operands.
+//!
+//! The micro-kernel holds a 12×32 block of `C` in 24 zmm accumulators; per pair step it loads two
+//! vectors of the `B` panel (32 columns), broadcasts twelve pair words of the `A` panel and issues
+//! 24 `vdpbf16ps`: the same instruction count as the float32 kernel's step, for two steps of `k`.
+//!
+//! Blocking (per thread): `NC` columns × `KC` steps of `B` packed (256 pair steps × 512 columns ×
+//! 4 bytes = 512 KB, in L2), then for every 12 rows of `A` one packed 12×KC panel (12 KB, in L1),
+//! swept across the `B` block. Packing converts as it copies, so a transposed operand costs one
+//! pass: rows of pair words are interleaved from two rows of floats when the panel's width is the
+//! contiguous direction, and transposed 16×16 in registers when `k` is.
+//!
+//! Self-contained on purpose: it shares only `Problem` with the float32 kernel in `mod.rs`.
+
+use std::arch::x86_64::*;
+use std::cell::RefCell;
+
+use rayon::prelude::*;
+
+use crate::ops::linalg::Problem;
+
+/// Rows of `C` per micro-kernel call.
+const MR: usize = 12;
+/// Columns of `C` per micro-kernel call (two zmm vectors of float32).
+const NR: usize = 32;
+/// Steps of `k` per packed block (even: a block boundary never splits a pair).
+const KC: usize = 512;
+/// Columns of `B` per packed block.
+const NC: usize = 512;
+/// Below this many multiply-adds a second thread costs more than it saves.
+const PAR_MIN_WORK: usize = 1 << 20;
+
+/// A 64-byte-aligned chunk of pair words.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u32; 16]);
+
+thread_local! {
+    /// Packing buffers of this thread, reused across calls: (A panel, B block).
+    static BUFFERS: RefCell<(Vec<Line>, Vec<Line>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+fn words(buf: &mut Vec<Line>, n: usize) -> &mut [u32] {
+    let need = n.div_ceil(16);
+    if buf.len() < need {
+        buf.resize(need, Line([0; 16]));
+    }
+    // SAFETY: `Line` is 16 u32 with no padding (size 64 = 16 × 4), so the vector holds `need × 16`
+    // initialised u32 values.
+    unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<u32>(), n) }
+}
+
+/// One band of `C` handed to a worker thread.
+#[derive(Clone, Copy)]
+struct Band(Problem<f32>);
+// SAFETY: bands cross threads only inside `sgemm`, each a block of `C` disjoint from every other;
+// `A` and `B` are only read.
+unsafe impl Send for Band {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Band {}
+
+impl Band {
+    fn rows(self, r0: usize, rows: usize) -> Self {
+        let p = self.0;
+        Band(Problem { m: rows, a: p.a.wrapping_offset(r0 as isize * p.rsa), c: p.c.wrapping_add(r0 * p.ldc), ..p })
+    }
+
+    fn cols(self, c0: usize, cols: usize) -> Self {
+        let p = self.0;
+        Band(Problem { n: cols, b: p.b.wrapping_offset(c0 as isize * p.csb), c: p.c.wrapping_add(c0), ..p })
+    }
+}
+
+/// `C = A · B` with bfloat16 products and float32 sums, for one [`Problem`] (`C` row-major).
+///
+/// # Safety
+/// The CPU must support AVX-512F, AVX-512BW and AVX512_BF16; `p.a` and `p.b` must be valid for
+/// reads at their shapes and strides, `p.c` for writes of `p.m` rows of `p.n` values at stride
+/// `p.ldc`, and `p.c` must not overlap `p.a` or `p.b`.
+pub(crate) unsafe fn sgemm(p: Problem<f32>) {
+    let Problem { m, k, n, .. } = p;
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        for i in 0..m {
+            // SAFETY: row `i < m` of `C` holds `n` writable values (the caller's contract).
+            unsafe { std::slice::from_raw_parts_mut(p.c.add(i * p.ldc), n) }.fill(0.0);
+        }
+        return;
+    }
+    let threads = rayon::current_num_threads();
+    let (row_panels, col_panels) = (m.div_ceil(MR), n.div_ceil(NR));
+    if threads < 2 || m * n * k < PAR_MIN_WORK || row_panels.max(col_panels) < 2 {
+        // SAFETY: the caller's contract is `serial`'s.
+        unsafe { serial(p) };
+        return;
+    }
+    // Columns first: a column band packs only its own part of `B` (the large, reused operand),
+    // while `A`'s panels are converted per block either way.
+    let by_cols = col_panels >= threads || col_panels >= row_panels;
+    let (panels, width, len) = if by_cols { (col_panels, NR, n) } else { (row_panels, MR, m) };
+    let parts = threads.min(panels);
+    let per = panels.div_ceil(parts) * width;
+    let whole = Band(p);
+    (0..parts).into_par_iter().for_each(|t| {
+        let start = t * per;
+        if start < len {
+            let size = per.min(len - start);
+            let band = if by_cols { whole.cols(start, size) } else { whole.rows(start, size) };
+            // SAFETY: the CPU features are the caller's precondition; each band is a sub-block of
+            // the caller's valid operands, and bands are disjoint ranges of rows or columns of `C`.
+            unsafe { serial(band.0) }
+        }
+    });
+}
+
+/// One thread's multiply: pack a block of `B`, then one panel of `A` at a time, and sweep the
+/// micro-kernel.
+///
+/// # Safety
+/// As for `sgemm`, with no other thread touching this band of `C`.
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+unsafe fn serial(p: Problem<f32>) {
+    BUFFERS.with(|cell| {
+        let mut bufs = cell.borrow_mut();
+        let (abuf, bbuf) = &mut *bufs;
+        let kp_max = KC.min(p.k).div_ceil(2);
+        let ap = words(abuf, MR * kp_max);
+        let bp = words(bbuf, NC.min(p.n.div_ceil(NR) * NR) * kp_max);
+        for jc in (0..p.n).step_by(NC) {
+            let nc = NC.min(p.n - jc);
+            for pc in (0..p.k).step_by(KC) {
+                let kc = KC.min(p.k - pc);
+                let kp = kc.div_ceil(2);
+                let b_block = p.b.wrapping_offset(pc as isize * p.rsb + jc as isize * p.csb);
+                for (q, panel) in bp.chunks_exact_mut(kp * NR).take(nc.div_ceil(NR)).enumerate() {
+                    let cols = NR.min(nc - q * NR);
+                    // SAFETY: rows `pc..pc+kc` and columns `jc+q·NR..+cols` lie inside `B`; the
+                    // panel holds `kp × NR` words; the CPU features are this function's.
+                    unsafe {
+                        pack::<NR>(panel, kc, cols, b_block.wrapping_offset((q * NR) as isize * p.csb), p.csb, p.rsb)
+                    };
+                }
+                for ir in (0..p.m).step_by(MR) {
+                    let rows = MR.min(p.m - ir);
+                    let a_rows = p.a.wrapping_offset(ir as isize * p.rsa + pc as isize * p.csa);
+                    // SAFETY: rows `ir..ir+rows` and columns `pc..pc+kc` lie inside `A`; `ap` holds
+                    // `kp_max × MR >= kp × MR` words.
+                    unsafe { pack::<MR>(&mut ap[..kp * MR], kc, rows, a_rows, p.rsa, p.csa) };
+                    for jr in (0..nc).step_by(NR) {
+                        let tile = Tile {
+                            kp,
+                            a: ap.as_ptr(),
+                            b: bp.as_ptr().wrapping_add(jr * kp),
+                            c: p.c.wrapping_add(ir * p.ldc + jc + jr),
+                            ldc: p.ldc,
+                            rows,
+                            cols: NR.min(nc - jr),
+                            accumulate: pc > 0,
+                        };
+                        // SAFETY: `a` is a packed kp×MR panel, `b` a packed kp×NR panel of `bp`,
+                        // and the `rows × cols` corner of `C` at `c` is inside this band.
+                        unsafe { kernel(tile) };
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// Rounds a float32 to bfloat16 bits as `vcvtne2ps2bf16` does: to nearest, ties to even; a NaN
+/// stays a (quiet) NaN; a denormal input becomes a zero of its sign.
+pub(crate) fn bf16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    if x.is_nan() {
+        return ((b >> 16) | 0x40) as u16;
+    }
+    if b & 0x7F80_0000 == 0 {
+        return ((b >> 16) & 0x8000) as u16;
+    }
+    ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) as u16
+}
+
+fn mask16(n: usize) -> __mmask16 {
+    if n >= 16 {
+        0xFFFF
+    } else {
+        ((1u32 << n) - 1) as __mmask16
+    }
+}
+
+/// Packs `kc` steps of `width` lines (rows of `A` or columns of `B`) into a panel of `kc / 2` pair
+/// steps of `W` words: `dst[s·W + j]` holds values `2s` and `2s + 1` of line `j`, line `j`'s value
+/// `t` being at `src[j·ls + t·ks]`. Lines `width..W` and a missing odd value are zeros.
+///
+/// # Safety
+/// `src` must be valid for `width` lines of `kc` values at those strides; `dst` must hold
+/// `ceil(kc / 2) × W` words; the CPU must support AVX-512F, AVX-512BW and AVX512_BF16.
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+unsafe fn pack<const W: usize>(dst: &mut [u32], kc: usize, width: usize, src: *const f32, ls: isize, ks: isize) {
+    debug_assert!(dst.len() >= kc.div_ceil(2) * W && width <= W);
+    if ls == 1 {
+        // SAFETY: forwarded contract.
+        unsafe { pack_interleave::<W>(dst, kc, width, src, ks) }
+    } else if ks == 1 {
+        // SAFETY: forwarded contract.
+        unsafe { pack_transpose::<W>(dst, kc, width, src, ls) }
+    } else {
+        for s in 0..kc.div_ceil(2) {
+            let step = &mut dst[s * W..(s + 1) * W];
+            for (j, w) in step.iter_mut().enumerate() {
+                *w = if j < width {
+                    let line = src.wrapping_offset(j as isize * ls);
+                    // SAFETY: value `2s < kc` of line `j < width`.
+                    let lo = bf16_bits(unsafe { *line.wrapping_offset((2 * s) as isize * ks) });
+                    let hi = if 2 * s + 1 < kc {
+                        // SAFETY: value `2s + 1 < kc` of line `j`.
+                        bf16_bits(unsafe { *line.wrapping_offset((2 * s + 1) as isize * ks) })
+                    } else {
+                        0
+                    };
+                    u32::from(lo) | (u32::from(hi) << 16)
+                } else {
+                    0
+                };
+            }
+        }
+    }
+}
+
+/// Two rows of 16 floats (value `t` and `t + 1` of 16 lines) to 16 pair words.
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+fn interleave(even: __m512, odd: __m512) -> __m512i {
+    // `cvtne2ps(odd, even)` puts the 16 rounded even values in the low half and the odd ones in
+    // the high half; the permutation zips them into (even, odd) pairs.
+    // SAFETY: a 512-bit vector reinterpreted as another.
+    let both: __m512i = unsafe { std::mem::transmute::<__m512bh, __m512i>(_mm512_cvtne2ps_pbh(odd, even)) };
+    let zip = _mm512_set_epi16(
+        31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1,
+        16, 0,
+    );
+    _mm512_permutexvar_epi16(zip, both)
+}
+
+/// `pack` when the lines are contiguous (`ls == 1`): each pair step zips two rows of floats.
+///
+/// # Safety
+/// As for `pack`.
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+unsafe fn pack_interleave<const W: usize>(dst: &mut [u32], kc: usize, width: usize, src: *const f32, ks: isize) {
+    for s in 0..kc.div_ceil(2) {
+        let even = src.wrapping_offset((2 * s) as isize * ks);
+        let odd = src.wrapping_offset((2 * s + 1) as isize * ks);
+        for v in 0..W.div_ceil(16) {
+            let valid = mask16(width.saturating_sub(16 * v));
+            // SAFETY: masked-off lanes are not read; the lanes kept are values `2s` (and `2s + 1`
+            // when below `kc`) of lines `16v + l < width`.
+            let e = unsafe { _mm512_maskz_loadu_ps(valid, even.wrapping_add(16 * v)) };
+            let o = if 2 * s + 1 < kc {
+                // SAFETY: as above.
+                unsafe { _mm512_maskz_loadu_ps(valid, odd.wrapping_add(16 * v)) }
+            } else {
+                _mm512_setzero_ps()
+            };
+            let w = interleave(e, o);
+            // SAFETY: words `s·W + 16v ..` up to `s·W + W` lie in `dst` (`W - 16v` lanes kept).
+            unsafe { _mm512_mask_storeu_epi32(dst.as_mut_ptr().add(s * W + 16 * v).cast(), mask16(W - 16 * v), w) };
+        }
+    }
+}
+
+/// Transposes 16 vectors of 16 words (`r[i]` lane `j` → `out[j]` lane `i`).
+#[target_feature(enable = "avx512f")]
+fn transpose16(r: [__m512i; 16]) -> [__m512i; 16] {
+    let mut a = [_mm512_setzero_si512(); 16];
+    for i in 0..8 {
+        a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    // b[4j + q], 128-bit lane L: rows 4j..4j+4 of column 4L + q.
+    let mut b = [_mm512_setzero_si512(); 16];
+    for j in 0..4 {
+        b[4 * j] = _mm512_unpacklo_epi64(a[4 * j], a[4 * j + 2]);
+        b[4 * j + 1] = _mm512_unpackhi_epi64(a[4 * j], a[4 * j + 2]);
+        b[4 * j + 2] = _mm512_unpacklo_epi64(a[4 * j + 1], a[4 * j + 3]);
+        b[4 * j + 3] = _mm512_unpackhi_epi64(a[4 * j + 1], a[4 * j + 3]);
+    }
+    // Column 4L + q gathers 128-bit lane L of b[q], b[4 + q], b[8 + q], b[12 + q].
+    let mut out = [_mm512_setzero_si512(); 16];
+    for q in 0..4 {
+        let u0 = _mm512_shuffle_i32x4::<0b01_00_01_00>(b[q], b[4 + q]);
+        let u1 = _mm512_shuffle_i32x4::<0b11_10_11_10>(b[q], b[4 + q]);
+        let u2 = _mm512_shuffle_i32x4::<0b01_00_01_00>(b[8 + q], b[12 + q]);
+        let u3 = _mm512_shuffle_i32x4::<0b11_10_11_10>(b[8 + q], b[12 + q]);
+        out[q] = _mm512_shuffle_i32x4::<0b10_00_10_00>(u0, u2);
+        out[4 + q] = _mm512_shuffle_i32x4::<0b11_01_11_01>(u0, u2);
+        out[8 + q] = _mm512_shuffle_i32x4::<0b10_00_10_00>(u1, u3);
+        out[12 + q] = _mm512_shuffle_i32x4::<0b11_01_11_01>(u1, u3);
+    }
+    out
+}
+
+/// `pack` when `k` is contiguous (`ks == 1`): 32 values of 16 lines become 16 lines of 16 pair
+/// words, transposed in registers into 16 pair steps.
+///
+/// # Safety
+/// As for `pack`.
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+unsafe fn pack_transpose<const W: usize>(dst: &mut [u32], kc: usize, width: usize, src: *const f32, ls: isize) {
+    let kp = kc.div_ceil(2);
+    for g in 0..W.div_ceil(16) {
+        let lines = width.saturating_sub(16 * g).min(16);
+        let keep = mask16(W - 16 * g);
+        for c in 0..kc.div_ceil(32) {
+            let vals = (kc - 32 * c).min(32);
+            let (lo_mask, hi_mask) = (mask16(vals), mask16(vals.saturating_sub(16)));
+            let mut r = [_mm512_setzero_si512(); 16];
+            for (j, x) in r.iter_mut().enumerate().take(lines) {
+                let line = src.wrapping_offset((16 * g + j) as isize * ls).wrapping_add(32 * c);
+                // SAFETY: masked-off lanes are not read; the lanes kept are values
+                // `32c .. 32c + vals <= kc` of line `16g + j < width`.
+                let (lo, hi) = unsafe {
+                    (_mm512_maskz_loadu_ps(lo_mask, line), _mm512_maskz_loadu_ps(hi_mask, line.wrapping_add(16)))
+                };
+                // Rounded values 32c.. in order, so word `s` holds the pair of step 16c + s.
+                // SAFETY: a 512-bit vector reinterpreted as another.
+                *x = unsafe { std::mem::transmute::<__m512bh, __m512i>(_mm512_cvtne2ps_pbh(hi, lo)) };
+            }
+            let t = transpose16(r);
+            for (s, w) in t.iter().enumerate().take(kp - 16 * c) {
+                // SAFETY: step `16c + s < kp`; words `16g ..` of it, `W - 16g` lanes kept, lie in
+                // `dst`.
+                unsafe { _mm512_mask_storeu_epi32(dst.as_mut_ptr().add((16 * c + s) * W + 16 * g).cast(), keep, *w) };
+            }
+        }
+    }
+}
+
+/// One call of the micro-kernel: `C[..rows, ..cols] (+)= A_panel · B_panel`.
+#[derive(Clone, Copy)]
+struct Tile {
+    /// Pair steps.
+    kp: usize,
+    /// The packed panel of `A`: `MR` pair words per step.
+    a: *const u32,
+    /// The packed panel of `B`: `NR` pair words per step.
+    b: *const u32,
+    /// The corner of row-major `C` (row stride `ldc`); only its `rows × cols` values are touched.
+    c: *mut f32,
+    ldc: usize,
+    rows: usize,
+    cols: usize,
+    /// Add to `C` (`true`) or overwrite it.
+    accumulate: bool,
+}
+
+/// Runs the narrowest instance of `block` that covers the tile.
+///
+/// # Safety
+/// The CPU must support AVX-512F and AVX512_BF16; `a` must be valid for `kp × MR` words, `b` for
+/// `kp × NR`, and `c` for `rows` rows of `cols` values at stride `ldc`, with no other thread
+/// touching them.
+unsafe fn kernel(t: Tile) {
+    let run: unsafe fn(Tile) = match (t.rows.div_ceil(4), t.cols > 16) {
+        (3, true) => block::<12, 2>,
+        (3, false) => block::<12, 1>,
+        (2, true) => block::<8, 2>,
+        (2, false) => block::<8, 1>,
+        (_, true) => block::<4, 2>,
+        (_, false) => block::<4, 1>,
+    };
+    // SAFETY: the caller's contract is `block`'s, with `R >= rows` and `16·V >= cols`.
+    unsafe { run(t) }
+}
+
+/// The loop behind `kernel` for `R` rows (of the 12) and `V` vectors of 16 columns.
+///
+/// # Safety
+/// As for `kernel`, with `rows <= R` and `cols <= 16·V`.
+#[target_feature(enable = "avx512f,avx512bf16")]
+unsafe fn block<const R: usize, const V: usize>(t: Tile) {
+    let Tile { kp, a, b, c, ldc, rows, cols, accumulate } = t;
+    let mut acc = [[_mm512_setzero_ps(); V]; R];
+    let (mut a, mut b) = (a, b);
+    for _ in 0..kp {
+        let mut bv = [_mm512_setzero_si512(); V];
+        for (v, x) in bv.iter_mut().enumerate() {
+            // SAFETY: `b` points at this step's NR = 32 words and `v < 2`.
+            *x = unsafe { _mm512_loadu_si512(b.add(16 * v).cast()) };
+        }
+        for (i, row) in acc.iter_mut().enumerate() {
+            // SAFETY: `i < R <= MR`, and `a` points at this step's MR words.
+            let ai = _mm512_set1_epi32(unsafe { *a.add(i) } as i32);
+            // SAFETY: 512-bit vectors reinterpreted as vectors of 32 bfloat16 values.
+            let ai = unsafe { std::mem::transmute::<__m512i, __m512bh>(ai) };
+            for (x, r) in bv.iter().zip(row.iter_mut()) {
+                // SAFETY: as above.
+                let bx = unsafe { std::mem::transmute::<__m512i, __m512bh>(*x) };
+                *r = _mm512_dpbf16_ps(*r, ai, bx);
+            }
+        }
+        // Wrapping: after the last step these point one step past the panels and are not read.
+        a = a.wrapping_add(MR);
+        b = b.wrapping_add(NR);
+    }
+    for (i, row) in acc.iter().enumerate().take(rows) {
+        let p = c.wrapping_add(i * ldc);
+        for (v, &x) in row.iter().enumerate() {
+            // A masked-off lane is neither read nor written (and cannot fault).
+            let (m, q) = (mask16(cols.saturating_sub(16 * v)), p.wrapping_add(16 * v));
+            // SAFETY: row `i < rows` of `C`; the mask keeps the access to its first `cols` values,
+            // which the caller guarantees valid and this thread's alone.
+            let y = if accumulate { _mm512_add_ps(x, unsafe { _mm512_maskz_loadu_ps(m, q) }) } else { x };
+            // SAFETY: as for the load.
+            unsafe { _mm512_mask_storeu_ps(q, m, y) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn have() -> bool {
+        crate::ops::matmul_precision::bf16_products_available()
+    }
+
+    fn bf(x: f32) -> f64 {
+        f32::from_bits(u32::from(bf16_bits(x)) << 16) as f64
+    }
+
+    #[test]
+    fn scalar_rounding_matches_the_instruction() {
+        if !have() {
+            return;
+        }
+        let mut xs: Vec<f32> = vec![0.0, -0.0, 1.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, f32::MAX, f32::MIN];
+        xs.extend([1e-40f32, -1e-40, f32::MIN_POSITIVE, 1.0 + 2f32.powi(-8), 1.0 + 3.0 * 2f32.powi(-8)]);
+        let mut s: u32 = 12345;
+        for _ in 0..4000 {
+            s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            xs.push(f32::from_bits(s));
+        }
+        xs.resize(xs.len().div_ceil(16) * 16, 0.5);
+        for chunk in xs.chunks_exact(16) {
+            let mut out = [0u16; 32];
+            // SAFETY: AVX512_BF16 was detected; `chunk` holds 16 floats and `out` 32 halves.
+            unsafe {
+                let v = _mm512_loadu_ps(chunk.as_ptr());
+                let r: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(v, v));
+                _mm512_storeu_si512(out.as_mut_ptr().cast(), r);
+            }
+            for (x, &hw) in chunk.iter().zip(&out[..16]) {
+                let sw = bf16_bits(*x);
+                assert!(sw == hw || (x.is_nan() && (hw & 0x7FC0) == 0x7FC0 && (sw & 0x7FC0) == 0x7FC0), "{x:e}");
+            }
+        }
+    }
+
+    /// Every packing path (zip, transpose, strided) against the scalar definition.
+    #[test]
+    fn packings_agree_with_the_definition() {
+        if !have() {
+            return;
+        }
+        let data: Vec<f32> = (0..80 * 90).map(|i| ((i * 7919) % 1009) as f32 * 0.37 - 150.0).collect();
+        for &(kc, width) in &[(1usize, 1usize), (2, 12), (7, 5), (32, 16), (33, 17), (64, 32), (71, 29), (512, 12)] {
+            for &(ls, ks) in &[(1isize, 90isize), (90, 1), (3, 7 * 90 / 64)] {
+                if (width as isize - 1) * ls + (kc as isize - 1) * ks >= data.len() as isize {
+                    continue;
+                }
+                let kp = kc.div_ceil(2);
+                let want = |w: usize| -> Vec<u32> {
+                    let mut v = vec![0u32; kp * w];
+                    for s in 0..kp {
+                        for j in 0..width {
+                            let at = |t: usize| data[(j as isize * ls + t as isize * ks) as usize];
+                            let hi = if 2 * s + 1 < kc { bf16_bits(at(2 * s + 1)) } else { 0 };
+                            v[s * w + j] = u32::from(bf16_bits(at(2 * s))) | (u32::from(hi) << 16);
+                        }
+                    }
+                    v
+                };
+                if width <= MR {
+                    let mut got = vec![u32::MAX; kp * MR];
+                    // SAFETY: the features were detected; the lines lie in `data` (checked above).
+                    unsafe { pack::<MR>(&mut got, kc, width, data.as_ptr(), ls, ks) };
+                    assert_eq!(got, want(MR), "MR kc={kc} width={width} ls={ls} ks={ks}");
+                }
+                let mut got = vec![u32::MAX; kp * NR];
+                // SAFETY: as above.
+                unsafe { pack::<NR>(&mut got, kc, width, data.as_ptr(), ls, ks) };
+                assert_eq!(got, want(NR), "NR kc={kc} width={width} ls={ls} ks={ks}");
+            }
+        }
+    }
+
+    /// The product equals the float64 product of the bfloat16-rounded operands (the only rounding
+    /// left is float32 summation), for edge tiles, block boundaries and transposed operands.
+    #[test]
+    fn matches_the_product_of_rounded_operands() {
+        if !have() {
+            return;
+        }
+        for &(m, k, n) in &[(1, 1, 1), (13, 5, 33), (12, 32, 32), (64, 1000, 100), (7, 1025, 530), (30, 3, 600)] {
+            for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+                let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 23) as f32 / 11.3 - 1.0).collect();
+                let b: Vec<f32> = (0..k * n).map(|i| ((i * 104_729) % 19) as f32 / 9.7 - 1.0).collect();
+                let (rsa, csa) = if ta { (1, m as isize) } else { (k as isize, 1) };
+                let (rsb, csb) = if tb { (1, k as isize) } else { (n as isize, 1) };
+                let ldc = n + 3;
+                let mut c = vec![f32::NAN; m * ldc];
+                let p = Problem { m, k, n, a: a.as_ptr(), rsa, csa, b: b.as_ptr(), rsb, csb, c: c.as_mut_ptr(), ldc };
+                // SAFETY: the features were detected; the vectors have exactly the sizes these
+                // shapes and strides reach.
+                unsafe { sgemm(p) };
+                for i in 0..m {
+                    for j in 0..n {
+                        let (mut want, mut mag) = (0.0f64, 0.0f64);
+                        for t in 0..k {
+                            let x = bf(a[(i as isize * rsa + t as isize * csa) as usize])
+                                * bf(b[(t as isize * rsb + j as isize * csb) as usize]);
+                            want += x;
+                            mag += x.abs();
+                        }
+                        let got = c[i * ldc + j] as f64;
+                        assert!(
+                            (got - want).abs() <= 1e-6 * mag + 1e-30,
+                            "{m}x{k}x{n} ta={ta} tb={tb} at ({i},{j}): {got} vs {want}"
+                        );
+                    }
+                    for j in n..ldc.min(n + 3) {
+                        assert!(i * ldc + j >= c.len() || c[i * ldc + j].is_nan(), "wrote past column {n}");
+                    }
+                }
+            }
+        }
+    }
+}
