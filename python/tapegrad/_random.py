@@ -563,27 +563,6 @@ def _clip_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
     return self.clamp_(min, max)
 
 
-def _layout_fixed(name: str, outplace: str) -> Any:
-    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        raise RuntimeError(
-            f"{name}() is not supported: a tapegrad tensor's shape and strides are fixed once it is made "
-            f"(its storage is shared across threads without the GIL); use the out-of-place "
-            f"`t = t.{outplace}(...)` instead"
-        )
-
-    method.__name__ = name
-    method.__doc__ = (
-        f"Refused: a tensor's shape is fixed in tapegrad; ``t = t.{outplace}(...)`` is the out-of-place form.\n\n"
-        f"    >>> import tapegrad as tg\n"
-        f"    >>> try:\n"
-        f"    ...     tg.zeros(2, 3).{name}()\n"
-        f"    ... except RuntimeError:\n"
-        f"    ...     print('refused')\n"
-        f"    refused\n"
-    )
-    return method
-
-
 def _install_tensor_methods() -> None:
     """The random fills and the masking/diagonal conveniences as ``Tensor`` methods, where missing."""
     methods: dict[str, Any] = {
@@ -592,9 +571,6 @@ def _install_tensor_methods() -> None:
         "bernoulli": bernoulli, "multinomial": multinomial, "masked_fill": masked_fill,
         "masked_select": masked_select, "diag_embed": diag_embed, "clip": clip, "clip_": _clip_,
     }
-    for name, outplace in (("t_", "t"), ("transpose_", "transpose"), ("squeeze_", "squeeze"),
-                           ("unsqueeze_", "unsqueeze"), ("swapaxes_", "swapaxes"), ("swapdims_", "swapdims")):
-        methods[name] = _layout_fixed(name, outplace)
     for name, fn in methods.items():
         if not hasattr(Tensor, name):
             setattr(Tensor, name, fn)
