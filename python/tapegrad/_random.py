@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import _tapegrad as _C
-from ._creation import rand, randn
+from ._creation import _drawn_with_zero_gradients, rand, randn
 from ._generator import Generator
 from ._tapegrad import Tensor
 
@@ -355,7 +355,8 @@ def random_(self: Tensor, *args: Any, generator: Any = None, **kwargs: Any) -> T
 
 def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
     """0/1 samples, each 1 with the probability that ``input`` holds at its place (or ``p`` for all
-    places when given); the result has ``input``'s shape and dtype and does not require grad.
+    places when given); the result has ``input``'s shape and dtype. Without ``p``, an ``input`` that
+    requires grad gives the sample the node ``BernoulliBackward`` with zero gradients (as PyTorch).
 
     >>> import tapegrad as tg
     >>> tg.bernoulli(tg.tensor([0.0, 1.0, 1.0])).tolist()
@@ -368,7 +369,10 @@ def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
             raise NotImplementedError(
                 f"bernoulli is only implemented for floating-point tensors, got {_dtype_name(input.dtype)}"
             )
-        p = input.detach()
+        probs = input.detach()
+        return _drawn_with_zero_gradients(
+            "Bernoulli", lambda: bernoulli_(_C.zeros(*input.shape, dtype=input.dtype), probs, generator=generator),
+            (input,))
     return bernoulli_(_C.zeros(*input.shape, dtype=input.dtype), p, generator=generator)
 
 
@@ -436,8 +440,12 @@ def poisson(input: Tensor, generator: Any = None) -> Tensor:
     rates = input.detach().to(_C.float64).numpy()
     if not np.all(rates >= 0) or not np.all(np.isfinite(rates)):
         raise RuntimeError("poisson: the rates must be finite and non-negative")
-    vals = np.asarray(_numpy_rng(generator).poisson(rates), dtype=np.float64)
-    return _C.tensor(vals, dtype=input.dtype)
+    def draw() -> Tensor:
+        vals = np.asarray(_numpy_rng(generator).poisson(rates), dtype=np.float64)
+        return _C.tensor(vals, dtype=input.dtype)
+
+    # An input that requires grad: the node PoissonBackward, with zero gradients (as PyTorch).
+    return _drawn_with_zero_gradients("Poisson", draw, (input,))
 
 
 # --- masked_fill, masked_select, diag_embed, clip -------------------------------------------------

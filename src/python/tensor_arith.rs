@@ -163,6 +163,13 @@ impl PyTensor {
         enter_tensor(py, Cost::Elements(self.inner.numel().max(o.numel())), || self.inner.bitwise(&o, Bitwise::Xor))
     }
     fn __invert__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if self.inner.dtype().is_float() {
+            // PyTorch's operator refuses with a TypeError (the function `bitwise_not` with its kernel's).
+            return Err(crate::error::Error::Type(
+                "~ (operator.invert) is only implemented on integer and Boolean-type tensors".into(),
+            )
+            .into());
+        }
         enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.bitwise_not())
     }
     fn add(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
