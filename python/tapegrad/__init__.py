@@ -463,3 +463,8 @@ __all__ += [
     "clip", "masked_fill", "masked_select", "diag_embed", "bernoulli", "multinomial", "poisson", "seed",
     "initial_seed", "get_rng_state", "set_rng_state",
 ]
+
+# ops15c (issue 15): function forms of in-place methods that PyTorch also has as functions.
+from ._random import detach_, exp_, index_put_, neg_, relu_, sigmoid_, sqrt_, tanh_  # noqa: E402
+
+__all__ += ["exp_", "sqrt_", "relu_", "sigmoid_", "tanh_", "neg_", "detach_", "index_put_"]

@@ -273,7 +273,7 @@ def _drawn_with_zero_gradients(name: str, draw: Any, inputs: Sequence[Any]) -> T
     tensors = [t for t in inputs if isinstance(t, Tensor)]
     if not (_C.is_grad_enabled() and any(t.requires_grad for t in tensors)):
         return draw()
-    cls = _DRAW_NODES.get(name)
+    cls: Any = _DRAW_NODES.get(name)
     if cls is None:
         from ._function import Function
 

@@ -571,6 +571,65 @@ def _clip_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
     return self.clamp_(min, max)
 
 
+# --- function forms of in-place methods, Tensor.where (ops15c) ------------------------------------
+
+_INPLACE_EXAMPLES = {
+    "exp_": ("tg.tensor([0.0])", "tensor([1.])"),
+    "sqrt_": ("tg.tensor([4.0])", "tensor([2.])"),
+    "relu_": ("tg.tensor([-1.0, 2.0])", "tensor([0., 2.])"),
+    "sigmoid_": ("tg.tensor([0.0])", "tensor([0.5000])"),
+    "tanh_": ("tg.tensor([0.0])", "tensor([0.])"),
+    "neg_": ("tg.tensor([1.0])", "tensor([-1.])"),
+    "detach_": ("tg.tensor([1.0])", "tensor([1.])"),
+}
+
+
+def _function_form(name: str) -> Any:
+    def fn(input: Tensor) -> Tensor:
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+        return getattr(input, name)()
+
+    arg, shown = _INPLACE_EXAMPLES[name]
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (
+        f"``input.{name}()`` as a function: changes ``input`` in place and returns it.\n\n"
+        f"    >>> import tapegrad as tg\n    >>> tg.{name}({arg})\n    {shown}\n"
+    )
+    return fn
+
+
+exp_ = _function_form("exp_")
+sqrt_ = _function_form("sqrt_")
+relu_ = _function_form("relu_")
+sigmoid_ = _function_form("sigmoid_")
+tanh_ = _function_form("tanh_")
+neg_ = _function_form("neg_")
+detach_ = _function_form("detach_")
+
+
+def index_put_(input: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+    """``input.index_put_(indices, values, accumulate)`` as a function; returns ``input``.
+
+    >>> import tapegrad as tg
+    >>> tg.index_put_(tg.zeros(3), (tg.tensor([0, 0]),), tg.tensor(1.0), accumulate=True)
+    tensor([2., 0., 0.])
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"index_put_(): argument 'input' must be Tensor, not {type(input).__name__}")
+    return input.index_put_(indices, values, accumulate)
+
+
+def _where_method(self: Tensor, condition: Tensor, other: Any) -> Tensor:
+    """``tg.where(condition, self, other)``: ``self`` where ``condition`` holds, else ``other``.
+
+    >>> import tapegrad as tg
+    >>> tg.tensor([1.0, 2.0]).where(tg.tensor([True, False]), 0.0)
+    tensor([1., 0.])
+    """
+    return _C.where(condition, self, other)
+
+
 def _install_tensor_methods() -> None:
     """The random fills and the masking/diagonal conveniences as ``Tensor`` methods, where missing."""
     methods: dict[str, Any] = {
@@ -578,6 +637,7 @@ def _install_tensor_methods() -> None:
         "cauchy_": cauchy_, "geometric_": geometric_, "bernoulli_": bernoulli_, "random_": random_,
         "bernoulli": bernoulli, "multinomial": multinomial, "masked_fill": masked_fill,
         "masked_select": masked_select, "diag_embed": diag_embed, "clip": clip, "clip_": _clip_,
+        "where": _where_method,
     }
     for name, fn in methods.items():
         if not hasattr(Tensor, name):
