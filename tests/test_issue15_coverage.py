@@ -159,3 +159,16 @@ def test_counts_stay_at_least_what_issue15_closed_with():
     # The public surface at the close of issue 15 (ops15c); a drop means something was removed.
     assert len(tg.__all__) >= 284
     assert len([n for n in dir(tg.Tensor) if not n.startswith("_")]) >= 312
+
+
+def test_as_tensor_shares_a_numpy_arrays_memory():
+    a = np.arange(6.0).reshape(2, 3).T
+    t = tg.as_tensor(a)
+    assert t.dtype == tg.float64 and t.stride() == (1, 3)
+    a[0, 1] = 42.0
+    assert t[0, 1].item() == 42.0
+    c = tg.as_tensor(a, dtype=tg.float32)  # another dtype: a copy
+    a[0, 0] = -1.0
+    assert c[0, 0].item() == 0.0
+    with pytest.raises(TypeError, match="uint16"):
+        tg.as_tensor(np.arange(3, dtype=np.uint16))

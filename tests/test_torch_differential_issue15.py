@@ -328,3 +328,14 @@ def test_random_and_uninitialized_results_match_torch_in_metadata(name):
         if name == "randint_like":
             assert 3 <= out.min().item() and out.max().item() < 7
     assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int32, np.uint8, np.bool_])
+def test_as_tensor_of_an_array_shares_memory_like_torch(dtype):
+    a = np.arange(6).reshape(2, 3).astype(dtype)
+    t, r = tg.as_tensor(a), torch.as_tensor(a)
+    assert str(t.dtype).split(".")[-1] == str(r.dtype).split(".")[-1]
+    assert t.data_ptr() == r.data_ptr() == a.ctypes.data
+    other = tg.float32 if dtype == np.float64 else tg.float64
+    assert tg.as_tensor(a, dtype=other).data_ptr() != a.ctypes.data
+    assert tg.as_tensor(a, dtype=t.dtype).data_ptr() == torch.as_tensor(a, dtype=r.dtype).data_ptr()

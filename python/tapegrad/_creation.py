@@ -95,12 +95,17 @@ def randn(*size: Any, generator: Any = None, dtype: Any = None, requires_grad: b
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """``data`` as a tensor: a tensor of the requested dtype is returned as it is (no copy), another
-    tensor is converted (keeping its history); anything else is copied, as ``tg.tensor`` does.
+    tensor is converted (keeping its history); a NumPy array shares its memory (as ``from_numpy``)
+    when no other dtype is asked for, as in PyTorch; anything else is copied, as ``tg.tensor`` does.
 
-    >>> import tapegrad as tg
+    >>> import numpy as np, tapegrad as tg
     >>> t = tg.tensor([1., 2.])
     >>> tg.as_tensor(t) is t
     True
+    >>> a = np.zeros(2)
+    >>> s = tg.as_tensor(a); a[0] = 3.0
+    >>> s
+    tensor([3., 0.], dtype=tapegrad.float64)
     >>> tg.as_tensor([1, 2], dtype=tg.float64)
     tensor([1., 2.], dtype=tapegrad.float64)
     """
@@ -108,6 +113,17 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
         if device is not None:
             data = data.to(device)
         return data if dtype is None or data.dtype == dtype else data.to(dtype)
+    if isinstance(data, np.ndarray) and data.dtype.isnative and data.dtype.kind in "biuf":
+        if device is not None:
+            _C.zeros(0, device=device)  # the device check of every factory
+        try:
+            shared = _C.from_numpy(data)
+        except (TypeError, ValueError):
+            # A dtype or layout that cannot be shared (uint16, unaligned, ...): copied below, where a
+            # dtype tapegrad lacks is refused.
+            pass
+        else:
+            return shared if dtype is None or shared.dtype == dtype else shared.to(dtype)
     return _C.tensor(data, dtype=dtype, device=device)
 
 
