@@ -229,3 +229,44 @@ def test_many_restrides_keep_values():
     assert x.shape == a.shape and x.stride() == strides_of(a)
     np.testing.assert_array_equal(x.numpy(), a)
     assert x._version == 150
+
+
+def test_restriding_while_other_threads_read_is_safe():
+    # Readers hold the tensor (some with the GIL released, on a large tensor) while another thread
+    # restrides it: every read sees one whole layout, and the values stay the same memory.
+    import threading
+
+    a = np.arange(200.0 * 300.0).reshape(200, 300)
+    x = tg.tensor(a)
+    total = a.sum()
+    stop = threading.Event()
+    errors = []
+
+    def reader():
+        try:
+            while not stop.is_set():
+                assert x.sum().item() == total
+                assert x.shape in ((200, 300), (300, 200), (1, 300, 200))
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    def writer():
+        try:
+            for _ in range(300):
+                x.t_()
+                x.unsqueeze_(0)
+                x.squeeze_(0)
+                x.t_()
+        except Exception as e:
+            errors.append(e)
+        finally:
+            stop.set()
+
+    threads = [threading.Thread(target=reader) for _ in range(2)] + [threading.Thread(target=writer)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert x.shape == (200, 300) and x._version == 1200
+    np.testing.assert_array_equal(x.numpy(), a)

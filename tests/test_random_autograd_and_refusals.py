@@ -103,6 +103,10 @@ B = tg.tensor([True, False, True])
     ("tg.searchsorted(tg.tensor([False, True]), tg.tensor([True]))", NotImplementedError, "searchsorted"),
     ("tg.bucketize(tg.tensor([True]), tg.tensor([False, True]))", NotImplementedError, "searchsorted"),
     ("~tg.tensor([1.0])", TypeError, "only implemented on integer and Boolean"),
+    ("tg.tensor([[True]]) @ tg.tensor([[True]])", NotImplementedError, "addmm_impl_cpu_"),
+    ("tg.tensor([[True]]).mm(tg.tensor([[True]]))", NotImplementedError, "addmm_impl_cpu_"),
+    ("tg.tensor([[[True]]]).bmm(tg.tensor([[[True]]]))", NotImplementedError, "bmm"),
+    ("tg.inner(B, B)", NotImplementedError, "not implemented for 'Bool'"),
 ])
 def test_dtype_refusals_match_pytorch(expr, exc, msg):
     with pytest.raises(exc, match=msg.replace("(", r"\(").replace(")", r"\)")):
@@ -118,3 +122,4 @@ def test_what_is_accepted_still_is():
     assert tg.dot(tg.tensor([1, 2]), tg.tensor([3, 4])).item() == 11
     assert tg.mode(B).values.item() is True
     assert tg.arange(3, dtype=tg.uint8).tolist() == [0, 1, 2]
+    assert (tg.tensor([[1, 2]]) @ tg.tensor([[3], [4]])).tolist() == [[11]]
