@@ -469,3 +469,8 @@ __all__ += [
 from ._precision import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
 
 __all__ += ["set_float32_matmul_precision", "get_float32_matmul_precision"]
+
+# ops15c (issue 15): function forms of in-place methods that PyTorch also has as functions.
+from ._random import detach_, exp_, index_put_, neg_, relu_, sigmoid_, sqrt_, tanh_  # noqa: E402
+
+__all__ += ["exp_", "sqrt_", "relu_", "sigmoid_", "tanh_", "neg_", "detach_", "index_put_"]

@@ -95,12 +95,17 @@ def randn(*size: Any, generator: Any = None, dtype: Any = None, requires_grad: b
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """``data`` as a tensor: a tensor of the requested dtype is returned as it is (no copy), another
-    tensor is converted (keeping its history); anything else is copied, as ``tg.tensor`` does.
+    tensor is converted (keeping its history); a NumPy array shares its memory (as ``from_numpy``)
+    when no other dtype is asked for, as in PyTorch; anything else is copied, as ``tg.tensor`` does.
 
-    >>> import tapegrad as tg
+    >>> import numpy as np, tapegrad as tg
     >>> t = tg.tensor([1., 2.])
     >>> tg.as_tensor(t) is t
     True
+    >>> a = np.zeros(2)
+    >>> s = tg.as_tensor(a); a[0] = 3.0
+    >>> s
+    tensor([3., 0.], dtype=tapegrad.float64)
     >>> tg.as_tensor([1, 2], dtype=tg.float64)
     tensor([1., 2.], dtype=tapegrad.float64)
     """
@@ -108,6 +113,17 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
         if device is not None:
             data = data.to(device)
         return data if dtype is None or data.dtype == dtype else data.to(dtype)
+    if isinstance(data, np.ndarray) and data.dtype.isnative and data.dtype.kind in "biuf":
+        if device is not None:
+            _C.zeros(0, device=device)  # the device check of every factory
+        try:
+            shared = _C.from_numpy(data)
+        except (TypeError, ValueError):
+            # A dtype or layout that cannot be shared (uint16, unaligned, ...): copied below, where a
+            # dtype tapegrad lacks is refused.
+            pass
+        else:
+            return shared if dtype is None or shared.dtype == dtype else shared.to(dtype)
     return _C.tensor(data, dtype=dtype, device=device)
 
 
@@ -130,6 +146,12 @@ def _check_steps(steps: Any, what: str) -> int:
     return steps
 
 
+def _refuse_bool(dtype: Any, kernel: str) -> None:
+    # PyTorch has no bool kernel for the range factories (NotImplementedError, as it raises).
+    if dtype is _C.bool:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+
+
 def linspace(
     start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
 ) -> Tensor:
@@ -140,6 +162,7 @@ def linspace(
     tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
     """
     steps = _check_steps(steps, "linspace")
+    _refuse_bool(dtype, "linspace_cpu")
     a, b = _number(start, "linspace's start"), _number(end, "linspace's end")
     values = _linspace_values(a, b, steps)
     return _C.tensor(values, dtype=_float_dtype(dtype), device=device, requires_grad=requires_grad)
@@ -162,6 +185,7 @@ def logspace(
     tensor([   1.,   10.,  100., 1000.])
     """
     steps = _check_steps(steps, "logspace")
+    _refuse_bool(dtype, "logspace_cpu")
     a, b = _number(start, "logspace's start"), _number(end, "logspace's end")
     values = np.power(_number(base, "logspace's base"), _linspace_values(a, b, steps))
     return _C.tensor(values, dtype=_float_dtype(dtype), device=device, requires_grad=requires_grad)
@@ -246,6 +270,7 @@ def randperm(n: int, *, dtype: Any = None, device: Any = None, requires_grad: bo
         raise TypeError(f"randperm(): argument 'n' must be int, not {type(n).__name__}")
     if n < 0:
         raise RuntimeError(f"randperm(): n must be non-negative, got {n}")
+    _refuse_bool(dtype, "randperm")
     out = rand(n, dtype=_C.float64, generator=generator).argsort() if n > 0 else _C.zeros(0, dtype=_C.int64)
     if dtype is not None:
         out = out.to(dtype)
@@ -254,11 +279,38 @@ def randperm(n: int, *, dtype: Any = None, device: Any = None, requires_grad: bo
     return out.requires_grad_() if requires_grad else out
 
 
+_DRAW_NODES: dict[str, Any] = {}
+
+
+def _drawn_with_zero_gradients(name: str, draw: Any, inputs: Sequence[Any]) -> Tensor:
+    """``draw()``; when grad mode is on and a tensor of ``inputs`` requires grad, the sample gets the
+    node ``{name}Backward`` whose gradients are zeros, as PyTorch's ``normal``, ``bernoulli`` and
+    ``poisson`` record (``NormalBackward``, ``BernoulliBackward``, ``PoissonBackward``)."""
+    tensors = [t for t in inputs if isinstance(t, Tensor)]
+    if not (_C.is_grad_enabled() and any(t.requires_grad for t in tensors)):
+        return draw()
+    cls: Any = _DRAW_NODES.get(name)
+    if cls is None:
+        from ._function import Function
+
+        def forward(ctx: Any, draw: Any, *xs: Tensor) -> Tensor:
+            ctx.likes = [(tuple(x.shape), x.dtype) for x in xs]
+            return draw()
+
+        def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+            return (None, *(_C.zeros(shape, dtype=dt) for shape, dt in ctx.likes))
+
+        cls = type(name, (Function,), {"forward": staticmethod(forward), "backward": staticmethod(backward)})
+        _DRAW_NODES[name] = cls
+    return cls.apply(draw, *tensors)
+
+
 def normal(mean: Any, std: Any = 1.0, size: Any = None, *, dtype: Any = None, requires_grad: bool = False,
            generator: Any = None) -> Tensor:
     """Samples of normal distributions: ``normal(mean, std)`` with a tensor for either (one sample
-    per element, broadcast), or ``normal(mean, std, size)`` with two numbers. The sample has no
-    history (PyTorch records a node whose gradients are zero, README).
+    per element, broadcast), or ``normal(mean, std, size)`` with two numbers. When ``mean`` or
+    ``std`` requires grad the sample has the node ``NormalBackward``, whose gradients are zero (as
+    in PyTorch: the sample is not reparametrized).
 
     >>> import tapegrad as tg
     >>> tg.normal(tg.zeros(3), 0.0)
@@ -284,12 +336,16 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, dtype: Any = None, re
         for t in (mean, std):
             if isinstance(t, Tensor) and not t.is_floating_point():
                 raise RuntimeError(f"normal expects floating point mean and std, got {t.dtype}")
-        with no_grad():
-            m_v = mean.detach() if m_t else mean
-            s_v = std.detach() if s_t else std
-            shape = _C.broadcast_tensors(*(t for t in (m_v, s_v) if isinstance(t, Tensor)))[0].shape
-            ref = m_v if m_t else s_v
-            out = randn(shape, dtype=ref.dtype, generator=generator) * s_v + m_v
+        m_v = mean.detach() if m_t else mean
+        s_v = std.detach() if s_t else std
+
+        def draw() -> Tensor:
+            with no_grad():
+                shape = _C.broadcast_tensors(*(t for t in (m_v, s_v) if isinstance(t, Tensor)))[0].shape
+                ref = m_v if m_t else s_v
+                return randn(shape, dtype=ref.dtype, generator=generator) * s_v + m_v
+
+        out = _drawn_with_zero_gradients("Normal", draw, (mean, std))
     if dtype is not None:
         out = out.to(dtype)
     return out.requires_grad_() if requires_grad else out

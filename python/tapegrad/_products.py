@@ -42,6 +42,8 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
             f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src [{tensor.shape[0]}] to have "
             "the same number of elements, but got different")
     _same_dtype(input, tensor, "dot")
+    if input.dtype == _C.bool:
+        raise NotImplementedError("\"dot\" not implemented for 'Bool'")
     return input.matmul(tensor)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import _tapegrad as _C
-from ._creation import rand, randn
+from ._creation import _drawn_with_zero_gradients, rand, randn
 from ._generator import Generator
 from ._tapegrad import Tensor
 
@@ -355,7 +355,8 @@ def random_(self: Tensor, *args: Any, generator: Any = None, **kwargs: Any) -> T
 
 def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
     """0/1 samples, each 1 with the probability that ``input`` holds at its place (or ``p`` for all
-    places when given); the result has ``input``'s shape and dtype and does not require grad.
+    places when given); the result has ``input``'s shape and dtype. Without ``p``, an ``input`` that
+    requires grad gives the sample the node ``BernoulliBackward`` with zero gradients (as PyTorch).
 
     >>> import tapegrad as tg
     >>> tg.bernoulli(tg.tensor([0.0, 1.0, 1.0])).tolist()
@@ -368,7 +369,10 @@ def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
             raise NotImplementedError(
                 f"bernoulli is only implemented for floating-point tensors, got {_dtype_name(input.dtype)}"
             )
-        p = input.detach()
+        probs = input.detach()
+        return _drawn_with_zero_gradients(
+            "Bernoulli", lambda: bernoulli_(_C.zeros(*input.shape, dtype=input.dtype), probs, generator=generator),
+            (input,))
     return bernoulli_(_C.zeros(*input.shape, dtype=input.dtype), p, generator=generator)
 
 
@@ -436,8 +440,12 @@ def poisson(input: Tensor, generator: Any = None) -> Tensor:
     rates = input.detach().to(_C.float64).numpy()
     if not np.all(rates >= 0) or not np.all(np.isfinite(rates)):
         raise RuntimeError("poisson: the rates must be finite and non-negative")
-    vals = np.asarray(_numpy_rng(generator).poisson(rates), dtype=np.float64)
-    return _C.tensor(vals, dtype=input.dtype)
+    def draw() -> Tensor:
+        vals = np.asarray(_numpy_rng(generator).poisson(rates), dtype=np.float64)
+        return _C.tensor(vals, dtype=input.dtype)
+
+    # An input that requires grad: the node PoissonBackward, with zero gradients (as PyTorch).
+    return _drawn_with_zero_gradients("Poisson", draw, (input,))
 
 
 # --- masked_fill, masked_select, diag_embed, clip -------------------------------------------------
@@ -563,25 +571,63 @@ def _clip_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
     return self.clamp_(min, max)
 
 
-def _layout_fixed(name: str, outplace: str) -> Any:
-    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        raise RuntimeError(
-            f"{name}() is not supported: a tapegrad tensor's shape and strides are fixed once it is made "
-            f"(its storage is shared across threads without the GIL); use the out-of-place "
-            f"`t = t.{outplace}(...)` instead"
-        )
+# --- function forms of in-place methods, Tensor.where (ops15c) ------------------------------------
 
-    method.__name__ = name
-    method.__doc__ = (
-        f"Refused: a tensor's shape is fixed in tapegrad; ``t = t.{outplace}(...)`` is the out-of-place form.\n\n"
-        f"    >>> import tapegrad as tg\n"
-        f"    >>> try:\n"
-        f"    ...     tg.zeros(2, 3).{name}()\n"
-        f"    ... except RuntimeError:\n"
-        f"    ...     print('refused')\n"
-        f"    refused\n"
+_INPLACE_EXAMPLES = {
+    "exp_": ("tg.tensor([0.0])", "tensor([1.])"),
+    "sqrt_": ("tg.tensor([4.0])", "tensor([2.])"),
+    "relu_": ("tg.tensor([-1.0, 2.0])", "tensor([0., 2.])"),
+    "sigmoid_": ("tg.tensor([0.0])", "tensor([0.5000])"),
+    "tanh_": ("tg.tensor([0.0])", "tensor([0.])"),
+    "neg_": ("tg.tensor([1.0])", "tensor([-1.])"),
+    "detach_": ("tg.tensor([1.0])", "tensor([1.])"),
+}
+
+
+def _function_form(name: str) -> Any:
+    def fn(input: Tensor) -> Tensor:
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+        return getattr(input, name)()
+
+    arg, shown = _INPLACE_EXAMPLES[name]
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (
+        f"``input.{name}()`` as a function: changes ``input`` in place and returns it.\n\n"
+        f"    >>> import tapegrad as tg\n    >>> tg.{name}({arg})\n    {shown}\n"
     )
-    return method
+    return fn
+
+
+exp_ = _function_form("exp_")
+sqrt_ = _function_form("sqrt_")
+relu_ = _function_form("relu_")
+sigmoid_ = _function_form("sigmoid_")
+tanh_ = _function_form("tanh_")
+neg_ = _function_form("neg_")
+detach_ = _function_form("detach_")
+
+
+def index_put_(input: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+    """``input.index_put_(indices, values, accumulate)`` as a function; returns ``input``.
+
+    >>> import tapegrad as tg
+    >>> tg.index_put_(tg.zeros(3), (tg.tensor([0, 0]),), tg.tensor(1.0), accumulate=True)
+    tensor([2., 0., 0.])
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"index_put_(): argument 'input' must be Tensor, not {type(input).__name__}")
+    return input.index_put_(indices, values, accumulate)
+
+
+def _where_method(self: Tensor, condition: Tensor, other: Any) -> Tensor:
+    """``tg.where(condition, self, other)``: ``self`` where ``condition`` holds, else ``other``.
+
+    >>> import tapegrad as tg
+    >>> tg.tensor([1.0, 2.0]).where(tg.tensor([True, False]), 0.0)
+    tensor([1., 0.])
+    """
+    return _C.where(condition, self, other)
 
 
 def _install_tensor_methods() -> None:
@@ -591,10 +637,8 @@ def _install_tensor_methods() -> None:
         "cauchy_": cauchy_, "geometric_": geometric_, "bernoulli_": bernoulli_, "random_": random_,
         "bernoulli": bernoulli, "multinomial": multinomial, "masked_fill": masked_fill,
         "masked_select": masked_select, "diag_embed": diag_embed, "clip": clip, "clip_": _clip_,
+        "where": _where_method,
     }
-    for name, outplace in (("t_", "t"), ("transpose_", "transpose"), ("squeeze_", "squeeze"),
-                           ("unsqueeze_", "unsqueeze"), ("swapaxes_", "swapaxes"), ("swapdims_", "swapdims")):
-        methods[name] = _layout_fixed(name, outplace)
     for name, fn in methods.items():
         if not hasattr(Tensor, name):
             setattr(Tensor, name, fn)

@@ -69,6 +69,16 @@ pub(crate) fn accumulate_into(t: &Tensor, g: Tensor, expected_refs: usize) -> Re
         let _one_at_a_time = lock_grad_accumulation(t);
         match t.grad() {
             Some(old) => {
+                // `.grad` keeps its shape when its tensor is restrided under no_grad (`t_()`), as
+                // in PyTorch: adding a gradient of the tensor's new shape into it is an error.
+                if old.shape() != g.shape() {
+                    return Err(crate::error::Error::shape(format!(
+                        "the gradient of shape {} cannot be accumulated into .grad of shape {} (the \
+                         tensor's shape changed after .grad was made; set .grad = None first)",
+                        crate::tensor::layout::fmt_shape(g.shape()),
+                        crate::tensor::layout::fmt_shape(old.shape())
+                    )));
+                }
                 old.add_inplace_unchecked(&g)?;
                 (Some(old), None)
             }

@@ -280,11 +280,7 @@ impl Tensor {
             return Err(Error::value(format!("squeeze: dim {dims:?} appears multiple times in the list of dims")));
         }
         // `squeeze(())` is still a new view, as every shape operation that changes nothing.
-        let mut out = self.reshape(&as_isize(self.shape()))?;
-        for &d in wrapped.iter().rev() {
-            out = out.squeeze_dim(d as isize)?;
-        }
-        Ok(out)
+        Ok(self.squeeze_sorted_dims(&wrapped))
     }
 
     /// The tensors broadcast to their common shape (views).

@@ -410,3 +410,102 @@ impl Tensor {
         Ok(())
     }
 }
+
+// NOTE [In-place shape operations]: `t_`, `transpose_`, `squeeze_`, `unsqueeze_` (and `swapaxes_`,
+// `swapdims_`) change a tensor's shape and strides. A core tensor's layout is fixed once it is made
+// (it is read without a lock by every operation, from any thread), so the core cannot change it in
+// place: `restride_` returns a *new* core tensor that stands for the same tensor after the
+// operation — same storage, the new layout, the same base (a view stays a view of the same base, a
+// tensor that is not a view stays one) — and the binding swaps it into the Python object (NOTE
+// [Swappable inner tensor] in `python/tensor.rs`). What PyTorch keeps on the tensor itself moves
+// with it: `requires_grad`, `.grad`, a leaf's hooks, `retain_grad`, how a view was made. As in
+// PyTorch, the storage's version is bumped (a saved copy of the old tensor is then stale), a leaf
+// that requires grad is refused while recording, and the new history is the view node of the
+// out-of-place operation, whose input is the old tensor (its history, `TransposeBackward` on top
+// of `MulBackward`, …). Under `no_grad` the history is kept as it was (the next backward then
+// fails on the shape, as in PyTorch). The shape operation writes nothing, so a read-only or
+// expanded tensor may be restrided.
+impl Tensor {
+    /// The tensor that `self` becomes after the in-place shape operation `op`, whose out-of-place
+    /// form is `view` (see NOTE [In-place shape operations]). The caller puts it in `self`'s place.
+    pub fn restride_(&self, op: &'static str, view: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+        if self.storage().is_inference() && !crate::autograd::grad_mode::is_inference_mode_enabled() {
+            return Err(Error::autograd(crate::autograd::grad_mode::INFERENCE_INPLACE));
+        }
+        let recording = self.inplace_records(&[]);
+        if recording {
+            if let Some(base) = self.base() {
+                if let Some(message) = view_rebase_error(&self.view_creation(), "is being modified inplace") {
+                    return Err(Error::autograd(message));
+                }
+                if base.is_leaf() && base.requires_grad() {
+                    return Err(Error::autograd(format!(
+                        "a view of a leaf tensor that requires grad is being used in an in-place operation ({op})."
+                    )));
+                }
+            }
+            if self.is_leaf() && self.requires_grad() {
+                return Err(Error::autograd(format!(
+                    "a leaf tensor that requires grad is being used in an in-place operation ({op}). \
+                     Wrap the update in `with tapegrad.no_grad():`, or work on a copy (`.clone()`)."
+                )));
+            }
+        }
+        let fresh = view(self)?;
+        let out = Tensor::from_parts(self.storage().clone(), fresh.layout().clone(), self.dtype(), self.0.base.clone());
+        self.storage().bump_version(Cow::Borrowed(op), anomaly::current_location());
+        let (new_fn, new_nr, tangents) = {
+            let m = fresh.0.meta.lock();
+            (m.grad_fn.clone(), m.output_nr, m.tangents.clone())
+        };
+        // Moved out of the old tensor under its lock, moved into the new one under its lock; nothing
+        // is dropped under either (NOTE [No Python under a tensor lock]).
+        let (requires_grad, grad, hooks, post_hooks, retains, old_fn, old_nr, creation) = {
+            let mut m = self.0.meta.lock();
+            (
+                m.requires_grad,
+                m.grad.take(),
+                std::mem::take(&mut m.hooks),
+                std::mem::take(&mut m.post_accumulate_hooks),
+                m.retains_grad,
+                m.grad_fn.clone(),
+                m.output_nr,
+                m.view_creation.clone(),
+            )
+        };
+        // Recording: the view node on top of the old history; otherwise the old history stays.
+        let (grad_fn, output_nr) = if recording && new_fn.is_some() { (new_fn, new_nr) } else { (old_fn, old_nr) };
+        {
+            let mut m = out.0.meta.lock();
+            m.requires_grad = requires_grad || grad_fn.is_some();
+            m.grad = grad;
+            m.hooks = hooks;
+            m.post_accumulate_hooks = post_hooks;
+            m.grad_fn = grad_fn;
+            m.output_nr = output_nr;
+            m.tangents = tangents;
+            if out.0.base.is_some() {
+                m.view_version = Some(out.version());
+                m.view_creation = creation;
+            }
+        }
+        if retains {
+            // As in PyTorch, the retained gradient stays the one of the value `retain_grad` was
+            // called on (the hook stays on the old node), but it now fills the new tensor's .grad.
+            let node = self.0.meta.lock().grad_fn.clone();
+            if let Some(node) = node {
+                let (old_w, new_w) = (std::sync::Arc::downgrade(&self.0), std::sync::Arc::downgrade(&out.0));
+                let mut pre = node.pre_hooks.lock();
+                for (_, h) in pre.iter_mut() {
+                    if matches!(h, crate::autograd::hooks::PreHook::Retain(w) if w.ptr_eq(&old_w)) {
+                        *h = crate::autograd::hooks::PreHook::Retain(new_w.clone());
+                    }
+                }
+            }
+            self.0.meta.lock().retains_grad = false;
+            out.0.meta.lock().retains_grad = true;
+        }
+        drop(fresh);
+        Ok(out)
+    }
+}

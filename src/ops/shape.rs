@@ -212,6 +212,8 @@ impl Tensor {
     /// Removes dimension `dim` if it has size 1 (else returns the tensor unchanged, like PyTorch).
     pub fn squeeze_dim(&self, dim: isize) -> Result<Tensor> {
         if self.ndim() == 0 {
+            // A 0-d tensor takes dim 0 or -1 (as PyTorch does), nothing else.
+            wrap_dim(dim, 1)?;
             return Ok(self.same_shape_view("SqueezeBackward"));
         }
         let d = wrap_dim(dim, self.ndim())?;
@@ -236,6 +238,22 @@ impl Tensor {
         }
         let input = self.shape().to_vec();
         Ok(self.view_with(layout, "SqueezeBackward", || ShapeBackward::Reshape(input)))
+    }
+
+    /// Removes those of the listed dimensions (sorted, distinct, in range) that have size 1: one
+    /// view, one node (`squeeze(dim=(0, 2))`).
+    pub(crate) fn squeeze_sorted_dims(&self, dims: &[usize]) -> Tensor {
+        let mut layout = self.layout().clone();
+        for &d in dims.iter().rev() {
+            if d < self.ndim() && self.shape()[d] == 1 {
+                layout = layout.squeeze(d);
+            }
+        }
+        if layout.ndim() == self.ndim() {
+            return self.same_shape_view("SqueezeBackward");
+        }
+        let input = self.shape().to_vec();
+        self.view_with(layout, "SqueezeBackward", || ShapeBackward::Reshape(input))
     }
 
     /// A broadcast view to `shape`: size-1 dimensions (and new leading ones) are repeated with

@@ -185,6 +185,9 @@ fn arange(
     };
     let all_int = [s, e, st].iter().all(|v| matches!(v, Scalar::Int(_)));
     let dt = opt_dtype(dtype, if all_int { DType::Int64 } else { default_float() })?;
+    if dt == DType::Bool {
+        return Err(Error::NotImplemented("\"arange_cpu\" not implemented for 'Bool'".into()).into());
+    }
     // The element count, as far as it can be known before the core checks the bounds.
     let count = ((e.as_f64() - s.as_f64()) / st.as_f64()).abs();
     let cost = Cost::Elements(if count.is_finite() { count as usize } else { 0 });

@@ -16,6 +16,7 @@ mod linalg;
 mod optim;
 mod tensor;
 mod tensor_arith;
+mod tensor_cell;
 mod tensor_compose;
 mod tensor_exchange;
 mod tensor_index;

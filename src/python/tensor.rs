@@ -17,7 +17,8 @@ use crate::Tensor;
 /// A tensor. See API.md §1.
 #[pyclass(name = "Tensor", module = "tapegrad", frozen, weakref)]
 pub struct PyTensor {
-    pub(crate) inner: Tensor,
+    /// The core tensor (swapped by the in-place shape operations: NOTE [Swappable inner tensor]).
+    pub(crate) inner: super::tensor_cell::TensorCell,
     /// This object's own address, once made (see `wrap`).
     me: AtomicUsize,
     /// The Python object last returned by `.grad`, kept alive while it is still this tensor's
@@ -37,7 +38,14 @@ impl PyTensor {
         if let Some(obj) = super::identity::live_wrapper(py, &t.0.wrapper) {
             return Ok(obj);
         }
-        let obj = Py::new(py, PyTensor { inner: t, me: AtomicUsize::new(0), grad_object: Default::default() })?;
+        let obj = Py::new(
+            py,
+            PyTensor {
+                inner: super::tensor_cell::TensorCell::new(t),
+                me: AtomicUsize::new(0),
+                grad_object: Default::default(),
+            },
+        )?;
         let this = obj.get();
         this.me.store(super::identity::register(&obj, &this.inner.0.wrapper), Ordering::Release);
         Ok(obj)
@@ -45,6 +53,16 @@ impl PyTensor {
 }
 
 impl PyTensor {
+    /// Puts `t` in this object's place of its core tensor (an in-place shape operation): `t` is
+    /// then this object's tensor for `wrap`, and the replaced tensor no longer has a wrapper.
+    pub(crate) fn swap_inner(slf: &Bound<'_, PyTensor>, t: Tensor) {
+        let this = slf.get();
+        let me = super::identity::register(slf.as_unbound(), &t.0.wrapper);
+        let old = this.me.swap(me, Ordering::AcqRel);
+        super::identity::unregister(&this.inner.0.wrapper, old);
+        this.inner.replace(t);
+    }
+
     /// Lets go of the object `.grad` last returned (the gradient was replaced); it is dropped after
     /// the lock, as its drop may run Python code.
     fn forget_grad_object(&self) {

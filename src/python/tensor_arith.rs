@@ -109,6 +109,7 @@ impl PyTensor {
         match operand(o) {
             Some(Operand::Tensor(b)) => {
                 let a = &self.inner;
+                refuse_bool_product(a, &b, "addmm_impl_cpu_")?;
                 enter_tensor(py, Cost::Heavy, || a.matmul(&b))
             }
             _ => Ok(py.NotImplemented()),
@@ -118,6 +119,7 @@ impl PyTensor {
         match operand(o) {
             Some(Operand::Tensor(b)) => {
                 let a = &self.inner;
+                refuse_bool_product(a, &b, "addmm_impl_cpu_")?;
                 enter_tensor(py, Cost::Heavy, || b.matmul(a))
             }
             _ => Ok(py.NotImplemented()),
@@ -163,6 +165,13 @@ impl PyTensor {
         enter_tensor(py, Cost::Elements(self.inner.numel().max(o.numel())), || self.inner.bitwise(&o, Bitwise::Xor))
     }
     fn __invert__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if self.inner.dtype().is_float() {
+            // PyTorch's operator refuses with a TypeError (the function `bitwise_not` with its kernel's).
+            return Err(crate::error::Error::Type(
+                "~ (operator.invert) is only implemented on integer and Boolean-type tensors".into(),
+            )
+            .into());
+        }
         enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.bitwise_not())
     }
     fn add(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
@@ -200,16 +209,27 @@ impl PyTensor {
     }
     fn mm(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let b = super::tensor::expect_tensor(other, "mm's argument")?;
+        refuse_bool_product(&self.inner, &b, "addmm_impl_cpu_")?;
         enter_tensor(py, Cost::Heavy, || self.inner.mm(&b))
     }
     fn matmul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let b = super::tensor::expect_tensor(other, "matmul's argument")?;
+        refuse_bool_product(&self.inner, &b, "addmm_impl_cpu_")?;
         enter_tensor(py, Cost::Heavy, || self.inner.matmul(&b))
     }
     fn bmm(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let b = super::tensor::expect_tensor(other, "bmm's argument")?;
+        refuse_bool_product(&self.inner, &b, "bmm")?;
         enter_tensor(py, Cost::Heavy, || self.inner.bmm(&b))
     }
+}
+
+/// PyTorch has no bool kernel for the matrix products (`NotImplementedError`); integers work.
+fn refuse_bool_product(a: &crate::Tensor, b: &crate::Tensor, kernel: &str) -> PyResult<()> {
+    if a.dtype() == crate::tensor::dtype::DType::Bool || b.dtype() == crate::tensor::dtype::DType::Bool {
+        return Err(super::tensor_math::not_implemented_for(kernel, crate::tensor::dtype::DType::Bool));
+    }
+    Ok(())
 }
 
 #[pyfunction]

@@ -28,7 +28,7 @@ fn item(obj: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
         return Ok(IndexItem::Ellipsis);
     }
     if let Ok(t) = obj.cast::<PyTensor>() {
-        let t = &t.get().inner;
+        let t: &Tensor = &t.get().inner;
         return match t.dtype() {
             DType::Bool => Ok(IndexItem::Mask(t.clone())),
             // A uint8 tensor is a mask, as PyTorch still takes it (deprecated there).

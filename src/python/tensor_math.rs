@@ -628,7 +628,30 @@ impl PyTensor {
 
 /// `lerp`'s `end` and `weight` as tensors (a number weight as a 0-d tensor of the input's dtype).
 fn lerp_args(t: &Tensor, end: &Bound<'_, PyAny>, weight: &Bound<'_, PyAny>) -> PyResult<(Tensor, Tensor)> {
-    Ok((tensor_arg(end, Some(t.dtype()))?, tensor_arg(weight, Some(t.dtype()))?))
+    let weight_is_tensor = weight.cast::<PyTensor>().is_ok();
+    // As PyTorch: lerp is defined for floating-point tensors only, and a tensor `end` or `weight`
+    // must have the input's dtype (no promotion).
+    if !t.dtype().is_float() {
+        let kernel = if weight_is_tensor { "lerp_kernel_tensor" } else { "lerp_kernel_scalar" };
+        return Err(not_implemented_for(kernel, t.dtype()));
+    }
+    let (e, w) = (tensor_arg(end, Some(t.dtype()))?, tensor_arg(weight, Some(t.dtype()))?);
+    for (name, x, is_tensor) in [("end", &e, true), ("weight", &w, weight_is_tensor)] {
+        if is_tensor && x.dtype() != t.dtype() {
+            return Err(crate::error::Error::dtype(format!(
+                "expected dtype {} for `{name}` but got dtype {}",
+                t.dtype(),
+                x.dtype()
+            ))
+            .into());
+        }
+    }
+    Ok((e, w))
+}
+
+/// PyTorch's refusal of a dtype that a kernel has no implementation for: `NotImplementedError`.
+pub(crate) fn not_implemented_for(kernel: &str, dtype: crate::tensor::dtype::DType) -> PyErr {
+    crate::error::Error::NotImplemented(format!("\"{kernel}\" not implemented for '{}'", dtype.torch_name())).into()
 }
 
 /// `addcmul`/`addcdiv`'s tensors and `value` (1 when absent; it must be a number).
@@ -643,7 +666,12 @@ fn addc_args(
         Some(v) => super::convert::scalar(v)
             .ok_or_else(|| crate::error::Error::Type("addcmul/addcdiv: value must be a number".into()))?,
     };
-    Ok((tensor_arg(t1, Some(t.dtype()))?, tensor_arg(t2, Some(t.dtype()))?, v))
+    let (a, b) = (tensor_arg(t1, Some(t.dtype()))?, tensor_arg(t2, Some(t.dtype()))?);
+    // Three bool tensors: PyTorch has no bool kernel (anything else promotes away from bool).
+    if [t, &a, &b].iter().all(|x| x.dtype() == crate::tensor::dtype::DType::Bool) {
+        return Err(not_implemented_for("addcmul_cpu_out", crate::tensor::dtype::DType::Bool));
+    }
+    Ok((a, b, v))
 }
 
 /// `~input` as a function: bitwise not of integers, logical not of bools.

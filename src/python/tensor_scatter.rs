@@ -368,6 +368,7 @@ fn searchsorted(
     }
     let v = tensor_or_number(input, seq.dtype(), "searchsorted's input")?;
     let right = side_arg(right, side)?;
+    refuse_bool_search(&seq, &v)?;
     enter_tensor(py, Cost::Elements(v.numel()), || seq.searchsorted(&v, right))
 }
 
@@ -386,7 +387,18 @@ fn bucketize(
         return Err(value_err(format!("boundaries tensor must be 1 dimension, but got dim({})", b.ndim())));
     }
     let v = tensor_or_number(input, b.dtype(), "bucketize's input")?;
+    refuse_bool_search(&b, &v)?;
     enter_tensor(py, Cost::Elements(v.numel()), || b.searchsorted(&v, right))
+}
+
+/// PyTorch's search has no bool kernel.
+fn refuse_bool_search(seq: &Tensor, v: &Tensor) -> PyResult<()> {
+    for t in [seq, v] {
+        if t.dtype() == crate::tensor::dtype::DType::Bool {
+            return Err(super::tensor_math::not_implemented_for("searchsorted_out_cpu", t.dtype()));
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

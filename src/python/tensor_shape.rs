@@ -6,10 +6,58 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use super::convert::shape_args;
-use super::gateway::{enter_tensor, Cost};
+use super::gateway::{enter, enter_tensor, Cost};
 use super::tensor::{tensor_list, PyTensor};
 use crate::error::Error;
 use crate::Tensor;
+
+/// Which dimensions `squeeze` drops.
+enum SqueezeArg {
+    All,
+    One(isize),
+    Some(Vec<isize>),
+}
+
+impl SqueezeArg {
+    fn apply(&self, t: &Tensor) -> crate::Result<Tensor> {
+        match self {
+            SqueezeArg::All => t.squeeze(),
+            SqueezeArg::One(d) => t.squeeze_dim(*d),
+            SqueezeArg::Some(ds) => t.squeeze_dims(ds),
+        }
+    }
+}
+
+/// `squeeze`'s `dim`: None, an int, or a tuple or list of ints.
+fn squeeze_arg(dim: Option<&Bound<'_, PyAny>>, op: &str) -> PyResult<SqueezeArg> {
+    Ok(match dim {
+        None => SqueezeArg::All,
+        Some(d) if d.is_none() => SqueezeArg::All,
+        Some(d) if d.is_instance_of::<PyTuple>() || d.is_instance_of::<pyo3::types::PyList>() => SqueezeArg::Some(
+            d.extract::<Vec<isize>>()
+                .map_err(|_| PyErr::from(Error::Type(format!("{op}(): dim must be an int or a tuple of ints"))))?,
+        ),
+        Some(d) => SqueezeArg::One(d.extract().map_err(|_| {
+            PyErr::from(Error::Type(format!(
+                "{op}(): dim must be an int or a tuple of ints, not {}",
+                d.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            )))
+        })?),
+    })
+}
+
+/// Runs an in-place shape operation (NOTE [In-place shape operations] in `ops/inplace.rs`): the
+/// core makes the tensor's new self, which takes the old one's place in this object.
+fn restride<'py>(
+    slf: &Bound<'py, PyTensor>,
+    op: &'static str,
+    view: impl FnOnce(&Tensor) -> crate::Result<Tensor> + Send,
+) -> PyResult<Bound<'py, PyTensor>> {
+    let t = slf.get().inner.clone();
+    let new = enter(slf.py(), Cost::Metadata, || t.restride_(op, view))?;
+    PyTensor::swap_inner(slf, new);
+    Ok(slf.clone())
+}
 
 #[pymethods]
 impl PyTensor {
@@ -60,27 +108,70 @@ impl PyTensor {
     /// (2,)
     #[pyo3(signature = (dim=None))]
     fn squeeze(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-        let dims: Option<Vec<isize>> = match dim {
-            None => None,
-            Some(d) if d.is_none() => None,
-            Some(d) if d.is_instance_of::<PyTuple>() || d.is_instance_of::<pyo3::types::PyList>() => Some(
-                d.extract::<Vec<isize>>()
-                    .map_err(|_| PyErr::from(Error::Type("squeeze(): dim must be an int or a tuple of ints".into())))?,
-            ),
-            Some(d) => {
-                let one: isize = d.extract().map_err(|_| {
-                    PyErr::from(Error::Type(format!(
-                        "squeeze(): dim must be an int or a tuple of ints, not {}",
-                        d.get_type().name().map(|n| n.to_string()).unwrap_or_default()
-                    )))
-                })?;
-                return enter_tensor(py, Cost::Metadata, || self.inner.squeeze_dim(one));
-            }
-        };
-        enter_tensor(py, Cost::Metadata, || match &dims {
-            Some(ds) => self.inner.squeeze_dims(ds),
-            None => self.inner.squeeze(),
-        })
+        let dims = squeeze_arg(dim, "squeeze")?;
+        enter_tensor(py, Cost::Metadata, || dims.apply(&self.inner))
+    }
+
+    /// `t()` in place: the tensor itself becomes its transpose (a 0-d or 1-d tensor stays as it
+    /// is). As every in-place operation it bumps `_version`; on a tensor with history its
+    /// `grad_fn` becomes the transpose's. Refused on a leaf that requires grad (outside `no_grad`).
+    ///
+    /// >>> import tapegrad as tg
+    /// >>> x = tg.tensor([[1, 2, 3], [4, 5, 6]])
+    /// >>> x.t_() is x, x.shape, x._version
+    /// (True, (3, 2), 1)
+    fn t_<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
+        let n = slf.get().inner.ndim();
+        if n > 2 {
+            return Err(Error::shape(format!("t_() expects a tensor with <= 2 dimensions, but self is {n}D")).into());
+        }
+        restride(slf, "t_", |t| t.t())
+    }
+    /// `transpose(dim0, dim1)` in place (see `t_`).
+    ///
+    /// >>> import tapegrad as tg
+    /// >>> x = tg.zeros(2, 3, 4)
+    /// >>> x.transpose_(0, 2).shape, x.stride()
+    /// ((4, 3, 2), (1, 4, 12))
+    fn transpose_<'py>(slf: &Bound<'py, Self>, dim0: isize, dim1: isize) -> PyResult<Bound<'py, Self>> {
+        restride(slf, "transpose_", move |t| t.transpose(dim0, dim1))
+    }
+    /// `transpose_`, NumPy's spelling.
+    ///
+    /// >>> import tapegrad as tg
+    /// >>> tg.zeros(2, 3).swapaxes_(0, 1).shape
+    /// (3, 2)
+    fn swapaxes_<'py>(slf: &Bound<'py, Self>, axis0: isize, axis1: isize) -> PyResult<Bound<'py, Self>> {
+        restride(slf, "swapaxes_", move |t| t.transpose(axis0, axis1))
+    }
+    /// `transpose_`, another spelling.
+    ///
+    /// >>> import tapegrad as tg
+    /// >>> tg.zeros(2, 3).swapdims_(0, 1).shape
+    /// (3, 2)
+    fn swapdims_<'py>(slf: &Bound<'py, Self>, dim0: isize, dim1: isize) -> PyResult<Bound<'py, Self>> {
+        restride(slf, "swapdims_", move |t| t.transpose(dim0, dim1))
+    }
+    /// `unsqueeze(dim)` in place (see `t_`).
+    ///
+    /// >>> import tapegrad as tg
+    /// >>> x = tg.zeros(2, 3)
+    /// >>> x.unsqueeze_(1).shape
+    /// (2, 1, 3)
+    fn unsqueeze_<'py>(slf: &Bound<'py, Self>, dim: isize) -> PyResult<Bound<'py, Self>> {
+        restride(slf, "unsqueeze_", move |t| t.unsqueeze(dim))
+    }
+    /// `squeeze(dim)` in place (see `t_`): every size-1 dimension, `dim` (an int) or each of `dim`
+    /// (a tuple of ints).
+    ///
+    /// >>> import tapegrad as tg
+    /// >>> x = tg.zeros(1, 2, 1, 3)
+    /// >>> x.squeeze_((0, 2)).shape
+    /// (2, 3)
+    #[pyo3(signature = (dim=None))]
+    fn squeeze_<'py>(slf: &Bound<'py, Self>, dim: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, Self>> {
+        let dims = squeeze_arg(dim, "squeeze_")?;
+        restride(slf, "squeeze_", move |t| dims.apply(t))
     }
     /// The offset of the first element in the tensor's storage, in elements.
     ///

@@ -92,6 +92,9 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let _ = sorted;
         let k = int_arg(k, "topk(): k")?;
+        if self.inner.dtype() == crate::tensor::dtype::DType::Bool {
+            return Err(crate::error::Error::NotImplemented("topk does not support bool dtypes on CPU".into()).into());
+        }
         let pair = enter(py, Cost::Elements(self.inner.numel()), || self.inner.topk(k, dim, largest))?;
         named(py, "topk", pair)
     }
@@ -99,12 +102,14 @@ impl PyTensor {
     #[pyo3(signature = (k, dim=-1, keepdim=false), text_signature = "($self, k, dim=-1, keepdim=False)")]
     fn kthvalue(&self, py: Python<'_>, k: &Bound<'_, PyAny>, dim: isize, keepdim: bool) -> PyResult<Py<PyAny>> {
         let k = int_arg(k, "kthvalue(): k")?;
+        refuse_bool(&self.inner, "kthvalue_cpu")?;
         let pair = enter(py, Cost::Elements(self.inner.numel()), || self.inner.kthvalue(k, dim, keepdim))?;
         named(py, "kthvalue", pair)
     }
     /// The lower median: of all elements, or `(values, indices)` along `dim`. NaN propagates.
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn median(&self, py: Python<'_>, dim: Option<isize>, keepdim: bool) -> PyResult<Py<PyAny>> {
+        refuse_bool(&self.inner, if dim.is_none() { "median_cpu" } else { "median_out" })?;
         match dim {
             None => wrap(py, enter(py, Cost::Elements(self.inner.numel()), || self.inner.median_all())?),
             Some(d) => {
@@ -226,4 +231,12 @@ impl PyTensor {
         let o = other.inner.clone();
         enter(py, Cost::Elements(self.inner.numel()), || self.inner.equal(&o))
     }
+}
+
+/// PyTorch has no bool kernel for the sorting-based selections (`median`, `kthvalue`).
+fn refuse_bool(t: &crate::Tensor, kernel: &str) -> PyResult<()> {
+    if t.dtype() == crate::tensor::dtype::DType::Bool {
+        return Err(super::tensor_math::not_implemented_for(kernel, t.dtype()));
+    }
+    Ok(())
 }

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "linear", "bilinear", "embedding", "one_hot", "dropout", "layer_norm", "rms_norm", "batch_norm",
-    "relu", "gelu", "silu", "tanh", "sigmoid", "softmax", "log_softmax", "leaky_relu", "elu", "selu",
+    "relu", "relu_", "gelu", "silu", "tanh", "sigmoid", "softmax", "log_softmax", "leaky_relu", "elu", "selu",
     "softplus", "logsigmoid", "hardtanh",
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
@@ -255,7 +255,17 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:
     >>> tg.nn.functional.relu(tg.tensor([-1., 2.]))
     tensor([0., 2.])
     """
-    return input.relu()
+    return input.relu_() if inplace else input.relu()
+
+
+def relu_(input: Tensor) -> Tensor:
+    """``relu`` in place: ``input`` becomes ``max(input, 0)``; returns it.
+
+    >>> import tapegrad as tg
+    >>> tg.nn.functional.relu_(tg.tensor([-1., 2.]))
+    tensor([0., 2.])
+    """
+    return input.relu_()
 
 
 def tanh(input: Tensor) -> Tensor:

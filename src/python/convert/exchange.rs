@@ -285,13 +285,67 @@ pub(crate) fn array_interface<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Boun
     interface(t)?.to_dict(py)
 }
 
-/// `numpy.asarray`, looked up once.
-static ASARRAY: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+/// NumPy's descriptor of a dtype that NumPy has (`interface` has refused bfloat16 already).
+fn numpy_descr(py: Python<'_>, dtype: DType) -> PyResult<Bound<'_, numpy::PyArrayDescr>> {
+    use numpy::Element;
+    Ok(match dtype {
+        DType::Float32 => f32::get_dtype(py),
+        DType::Float64 => f64::get_dtype(py),
+        DType::Int64 => i64::get_dtype(py),
+        DType::Int32 => i32::get_dtype(py),
+        DType::Int16 => i16::get_dtype(py),
+        DType::Int8 => i8::get_dtype(py),
+        DType::UInt8 => u8::get_dtype(py),
+        DType::Bool => bool::get_dtype(py),
+        DType::Float16 => {
+            let api = &numpy::npyffi::PY_ARRAY_API;
+            // SAFETY: NPY_HALF is a built-in type number; a new reference comes back (or NULL with an error set).
+            let d = unsafe { api.PyArray_DescrFromType(py, numpy::npyffi::NPY_TYPES::NPY_HALF as std::ffi::c_int) };
+            if d.is_null() {
+                return Err(PyErr::fetch(py));
+            }
+            // SAFETY: a new, non-null reference to an array descriptor.
+            unsafe { Bound::from_owned_ptr(py, d.cast::<pyo3::ffi::PyObject>()).cast_into_unchecked() }
+        }
+        DType::BFloat16 => return Err(PyTypeError::new_err("Got unsupported ScalarType BFloat16")),
+    })
+}
 
-/// A NumPy array over `t`'s memory (no copy); it keeps the storage alive.
+/// A NumPy array over `t`'s memory (no copy); its `base` is a `_SharedMemory` that keeps the storage
+/// alive. Made with NumPy's C API (`PyArray_NewFromDescr` over the tensor's pointer, shape and byte
+/// strides): going through `numpy.asarray` and the holder's `__array_interface__` dict took about
+/// twice as long (2.0 µs against PyTorch's 0.9 µs for a 3-element tensor).
 pub(crate) fn share_to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    use numpy::npyffi::{flags::NPY_ARRAY_WRITEABLE, NpyTypes, PY_ARRAY_API};
     let interface = interface(t)?;
+    let descr = numpy_descr(py, t.dtype())?;
+    let mut dims: Vec<numpy::npyffi::npy_intp> = interface.shape.iter().map(|&d| d as _).collect();
+    let mut strides: Vec<numpy::npyffi::npy_intp> = interface.strides.iter().map(|&s| s as _).collect();
+    let (addr, flags) = (interface.addr, if interface.read_only { 0 } else { NPY_ARRAY_WRITEABLE });
     let holder = Bound::new(py, SharedMemory { _storage: t.storage().clone(), interface })?;
-    let asarray = ASARRAY.get_or_try_init(py, || py.import("numpy")?.getattr("asarray").map(Bound::unbind))?;
-    asarray.bind(py).call1((holder,))
+    // SAFETY: `addr` with `dims` and byte `strides` stays inside the storage (`interface` checked the
+    // extent), which the holder, set as the array's base below, keeps alive as long as the array.
+    // NewFromDescr steals the descriptor; SetBaseObject steals the holder (on failure too).
+    unsafe {
+        let subtype = numpy::npyffi::get_type_object(py, NpyTypes::PyArray_Type);
+        let arr = PY_ARRAY_API.PyArray_NewFromDescr(
+            py,
+            subtype,
+            descr.into_ptr().cast(),
+            dims.len() as std::ffi::c_int,
+            dims.as_mut_ptr(),
+            strides.as_mut_ptr(),
+            addr as *mut std::ffi::c_void,
+            flags,
+            std::ptr::null_mut(),
+        );
+        if arr.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        let arr = Bound::from_owned_ptr(py, arr);
+        if PY_ARRAY_API.PyArray_SetBaseObject(py, arr.as_ptr().cast(), holder.into_ptr()) < 0 {
+            return Err(PyErr::fetch(py));
+        }
+        Ok(arr)
+    }
 }
