@@ -26,8 +26,8 @@ pub struct Edge {
 /// gradients.
 #[derive(Clone, Debug)]
 pub struct TensorMeta {
-    /// The shape.
-    pub shape: Vec<usize>,
+    /// The shape (inline up to 4 dimensions: a node is made per operation).
+    pub shape: crate::tensor::layout::Dims,
     /// The dtype.
     pub dtype: DType,
 }
@@ -35,7 +35,7 @@ pub struct TensorMeta {
 impl TensorMeta {
     /// The meta of a tensor.
     pub fn of(t: &Tensor) -> Self {
-        TensorMeta { shape: t.shape().to_vec(), dtype: t.dtype() }
+        TensorMeta { shape: crate::tensor::layout::Dims::from_slice(t.shape()), dtype: t.dtype() }
     }
 }
 
@@ -280,8 +280,18 @@ pub fn graph_freed_error() -> Error {
 // would recurse once per node and overflow the stack. Each node's drop therefore moves what it owns
 // (edges, formula, saved tensors) onto a per-thread queue; only the outermost drop drains it, so
 // the depth stays constant however long the chain.
+/// What a dropped node owns that may hold other nodes (NOTE [Iterative drop]).
+type NodeParts = (
+    Vec<Option<Edge>>,
+    Option<Box<dyn Backward>>,
+    SavedSlot,
+    Vec<(u64, super::hooks::NodeHook)>,
+    Option<Box<dyn std::any::Any + Send + Sync>>,
+);
+
 thread_local! {
-    static DROP_QUEUE: RefCell<Vec<Box<dyn Send>>> = const { RefCell::new(Vec::new()) };
+    // Typed (not boxed) so that queueing a node's parts allocates nothing once the queue has grown.
+    static DROP_QUEUE: RefCell<Vec<NodeParts>> = const { RefCell::new(Vec::new()) };
     static DRAINING: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -292,12 +302,16 @@ impl Drop for Node {
         let saved = std::mem::replace(self.saved.get_mut(), SavedSlot::Released { had: 0 });
         let hooks = std::mem::take(self.node_hooks.get_mut());
         let metadata = self.metadata.take();
-        let owned: Box<dyn Send> = Box::new((edges, backward, saved, hooks, metadata));
+        let mut owned = Some((edges, backward, saved, hooks, metadata));
         let queued = DROP_QUEUE
             .try_with(|q| {
-                q.borrow_mut().push(owned);
+                if let Some(parts) = owned.take() {
+                    q.borrow_mut().push(parts);
+                }
             })
             .is_ok();
+        // Without the thread's queue (thread teardown), the parts drop here, recursively.
+        drop(owned);
         if !queued || DRAINING.with(|d| d.replace(true)) {
             return;
         }
