@@ -88,6 +88,11 @@ pub trait CustomOp: Send + Sync + 'static {
     /// The name of the node is this plus `Backward`.
     fn name(&self) -> Cow<'static, str>;
 
+    /// The node's name, `name()` plus `Backward`; an operation called often may keep it made.
+    fn node_name(&self) -> Cow<'static, str> {
+        Cow::Owned(format!("{}Backward", self.name()))
+    }
+
     /// Computes the outputs. Inputs arrive detached (same data, no history) with grad mode off.
     fn forward(&mut self, ctx: &mut ForwardCtx, inputs: &[Tensor]) -> Result<Vec<Tensor>>;
 
@@ -211,10 +216,10 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
         return Ok((outputs, None));
     }
     let saves = run.saves(ctx.to_save.take().unwrap_or_default(), &outputs, &differentiable);
+    let name = op.node_name();
     let formula = CustomBackward { op, needs_input_grad: needs, materialize_grads: ctx.materialize_grads };
     let output_refs: Vec<&Tensor> = outputs.iter().collect();
     let input_meta = inputs.iter().map(|t| Some(super::node::TensorMeta::of(t))).collect();
-    let name = Cow::Owned(format!("{}Backward", run.name));
     let (node, error) = try_node_with_edges(name, edges, input_meta, &output_refs, Box::new(formula), saves);
     if let Some(e) = error {
         return Err(e);
