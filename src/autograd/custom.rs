@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::grad_mode::{is_grad_enabled, GradModeGuard};
 use super::node::{Backward, Node};
-use super::record::{build_node, try_node_with_edges, Save};
+use super::record::{build_node, try_node_with_parts, Save};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -195,8 +195,8 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
     // write an input in place (mark_dirty), and a view of that input passed as another input must
     // keep the history it had, then find its base's new history when it is next read (its version
     // moved on).
-    let edges: Vec<Option<super::node::Edge>> =
-        if any_needs { inputs.iter().map(super::node::gradient_edge).collect() } else { Vec::new() };
+    let edges: super::node::Edges =
+        if any_needs { inputs.iter().map(super::node::gradient_edge).collect() } else { super::node::Edges::new() };
     let detached: Vec<Tensor> = inputs.iter().map(|t| t.detach()).collect();
     let versions_before: Vec<u64> = inputs.iter().map(|t| t.version()).collect();
     let raw = {
@@ -220,7 +220,7 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
     let formula = CustomBackward { op, needs_input_grad: needs, materialize_grads: ctx.materialize_grads };
     let output_refs: Vec<&Tensor> = outputs.iter().collect();
     let input_meta = inputs.iter().map(|t| Some(super::node::TensorMeta::of(t))).collect();
-    let (node, error) = try_node_with_edges(name, edges, input_meta, &output_refs, Box::new(formula), saves);
+    let (node, error) = try_node_with_parts(name, edges, input_meta, &output_refs, Box::new(formula), saves);
     if let Some(e) = error {
         return Err(e);
     }

@@ -39,6 +39,13 @@ impl TensorMeta {
     }
 }
 
+/// A node's edges, one per input (inline up to 2: NOTE [Per-operation overhead] in `record.rs`).
+pub(crate) type Edges = smallvec::SmallVec<[Option<Edge>; 2]>;
+/// The shapes and dtypes of a node's inputs (inline up to 2).
+pub(crate) type InputMetas = smallvec::SmallVec<[Option<TensorMeta>; 2]>;
+/// The shapes and dtypes of a node's outputs (inline for one).
+pub(crate) type OutputMetas = smallvec::SmallVec<[TensorMeta; 1]>;
+
 /// One backward formula. Saved tensors are kept by the node (`Node::unpack_saved`), not by the
 /// formula, so releasing them, version-checking them and drawing them is done once for all.
 pub trait Backward: Send + Sync {
@@ -101,9 +108,9 @@ pub(crate) enum SavedSlot {
 pub struct Node {
     pub(crate) seq: u64,
     pub(crate) name: Cow<'static, str>,
-    pub(crate) edges: Vec<Option<Edge>>,
-    pub(crate) input_meta: Vec<Option<TensorMeta>>,
-    pub(crate) output_meta: Vec<TensorMeta>,
+    pub(crate) edges: Edges,
+    pub(crate) input_meta: InputMetas,
+    pub(crate) output_meta: OutputMetas,
     pub(crate) saved: Mutex<SavedSlot>,
     pub(crate) backward: Option<Box<dyn Backward>>,
     /// Where the node was created (anomaly mode).
@@ -135,6 +142,18 @@ impl Node {
         edges: Vec<Option<Edge>>,
         input_meta: Vec<Option<TensorMeta>>,
         output_meta: Vec<TensorMeta>,
+        saved: Vec<SavedTensor>,
+        backward: Box<dyn Backward>,
+    ) -> Node {
+        Node::with_parts(name, edges.into(), input_meta.into(), output_meta.into(), saved, backward)
+    }
+
+    /// `new` with the node's own (inline) vectors, which the hot paths build directly.
+    pub(crate) fn with_parts(
+        name: Cow<'static, str>,
+        edges: Edges,
+        input_meta: InputMetas,
+        output_meta: OutputMetas,
         saved: Vec<SavedTensor>,
         backward: Box<dyn Backward>,
     ) -> Node {
@@ -282,7 +301,7 @@ pub fn graph_freed_error() -> Error {
 // the depth stays constant however long the chain.
 /// What a dropped node owns that may hold other nodes (NOTE [Iterative drop]).
 type NodeParts = (
-    Vec<Option<Edge>>,
+    Edges,
     Option<Box<dyn Backward>>,
     SavedSlot,
     Vec<(u64, super::hooks::NodeHook)>,
@@ -346,11 +365,11 @@ pub fn gradient_edge(t: &Tensor) -> Option<Edge> {
     // layer for the user's location, which takes the GIL and runs Python code (which may itself
     // need this tensor). Another thread may install an accumulator meanwhile; the first one wins.
     let meta = TensorMeta::of(t);
-    let acc = Arc::new(Node::new(
+    let acc = Arc::new(Node::with_parts(
         Cow::Borrowed("AccumulateGrad"),
-        Vec::new(),
-        vec![Some(meta.clone())],
-        vec![meta],
+        Edges::new(),
+        smallvec::smallvec![Some(meta.clone())],
+        smallvec::smallvec![meta],
         Vec::new(),
         Box::new(AccumulateGrad { variable: t.clone() }),
     ));
