@@ -90,6 +90,9 @@ fn spec_for(cls: &Bound<'_, PyType>) -> PyResult<Arc<Spec>> {
     Ok(spec)
 }
 
+/// The arguments of a call into Python, inline for the usual few.
+type Args = smallvec::SmallVec<[Py<PyAny>; 6]>;
+
 struct PyFunctionOp {
     cls: Py<PyAny>,
     backward_attr: Py<PyString>,
@@ -122,11 +125,11 @@ impl PyFunctionOp {
         let originals = std::mem::take(&mut self.originals);
         let args = args.bind(py);
         let ctx = self.ctx.bind(py);
-        let mut call: Vec<Py<PyAny>> = Vec::with_capacity(args.len() + 1);
+        let mut call: Args = Args::with_capacity(args.len() + 1);
         if !self.setup_context {
             call.push(ctx.clone().into_any().unbind());
         }
-        let mut needs = vec![false; self.names.len()];
+        let mut needs: smallvec::SmallVec<[bool; 8]> = smallvec::smallvec![false; self.names.len()];
         let mut k = 0;
         for (j, a) in args.iter().enumerate() {
             if self.tensor_pos.get(k) == Some(&j) {
@@ -140,7 +143,8 @@ impl PyFunctionOp {
         // The ctx is borrowed only while values move in or out (NOTE [Borrowing the ctx]).
         {
             let mut c = ctx.try_borrow_mut()?;
-            c.needs = needs;
+            c.needs.clear();
+            c.needs.extend_from_slice(&needs);
             c.in_forward = true;
         }
         let cls = self.cls.bind(py);
@@ -290,7 +294,7 @@ impl PyFunctionOp {
     }
 
     fn backward_py(&self, py: Python<'_>, grads: Vec<Option<Tensor>>) -> PyResult<Result<Vec<Option<Tensor>>>> {
-        let mut call: Vec<Py<PyAny>> = Vec::with_capacity(grads.len() + 1);
+        let mut call: Args = Args::with_capacity(grads.len() + 1);
         call.push(self.ctx.clone_ref(py).into_any());
         let mut grads = grads.into_iter();
         for &is_tensor in &self.output_is_tensor {
@@ -302,7 +306,7 @@ impl PyFunctionOp {
         }
         let result = self.cls.bind(py).getattr(self.backward_attr.bind(py))?.call1(PyTuple::new(py, call)?)?;
         let n = self.names.len();
-        let mut items: Vec<Bound<'_, PyAny>> = if let Ok(d) = result.cast::<PyDict>() {
+        let mut items: smallvec::SmallVec<[Bound<'_, PyAny>; 4]> = if let Ok(d) = result.cast::<PyDict>() {
             for k in d.keys() {
                 let key: String = k.extract()?;
                 if !self.names.contains(&key) {
@@ -322,7 +326,7 @@ impl PyFunctionOp {
         } else if let Ok(l) = result.cast::<PyList>() {
             l.iter().collect()
         } else {
-            vec![result]
+            smallvec::smallvec![result]
         };
         while items.len() > n && items.last().is_some_and(|o| o.is_none()) {
             items.pop();
