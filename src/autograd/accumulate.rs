@@ -103,7 +103,7 @@ pub(crate) fn accumulate_into(t: &Tensor, g: Tensor, expected_refs: usize) -> Re
 /// optimizers update both in the same order.
 fn gradient_laid_out_like(t: &Tensor, g: &Tensor) -> Result<Tensor> {
     let buffer = Tensor::zeros(&[t.numel()], g.dtype())?;
-    let layout = crate::tensor::layout::Layout { shape: t.shape().to_vec(), strides: t.strides().to_vec(), offset: 0 };
+    let layout = crate::tensor::layout::Layout { shape: t.shape().into(), strides: t.strides().into(), offset: 0 };
     let out = Tensor::from_parts(buffer.storage().clone(), layout, g.dtype(), None);
     crate::ops::kernel::write_into(&out, g)?;
     Ok(out)

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::grad_mode::{is_grad_enabled, GradModeGuard};
 use super::node::{Backward, Node};
-use super::record::{build_node, try_node_with_edges, Save};
+use super::record::{build_node, try_node_with_parts, Save};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -87,6 +87,11 @@ impl BackwardCtx<'_> {
 pub trait CustomOp: Send + Sync + 'static {
     /// The name of the node is this plus `Backward`.
     fn name(&self) -> Cow<'static, str>;
+
+    /// The node's name, `name()` plus `Backward`; an operation called often may keep it made.
+    fn node_name(&self) -> Cow<'static, str> {
+        Cow::Owned(format!("{}Backward", self.name()))
+    }
 
     /// Computes the outputs. Inputs arrive detached (same data, no history) with grad mode off.
     fn forward(&mut self, ctx: &mut ForwardCtx, inputs: &[Tensor]) -> Result<Vec<Tensor>>;
@@ -189,26 +194,28 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
     let recording = is_grad_enabled();
     let needs: Vec<bool> = inputs.iter().map(|t| recording && t.requires_grad()).collect();
     let any_needs = needs.iter().any(|&n| n);
-    let mut ctx = ForwardCtx::new(needs.clone());
+    // The ctx lends `needs` to forward and gives it back for the formula (one vector, not two).
+    let mut ctx = ForwardCtx::new(needs);
     // The edges to the inputs' histories are taken before forward runs, as PyTorch does: forward may
     // write an input in place (mark_dirty), and a view of that input passed as another input must
     // keep the history it had, then find its base's new history when it is next read (its version
     // moved on).
-    let edges: Vec<Option<super::node::Edge>> =
-        if any_needs { inputs.iter().map(super::node::gradient_edge).collect() } else { Vec::new() };
+    let edges: super::node::Edges =
+        if any_needs { inputs.iter().map(super::node::gradient_edge).collect() } else { super::node::Edges::new() };
     let detached: Vec<Tensor> = inputs.iter().map(|t| t.detach()).collect();
-    let versions_before: Vec<u64> = inputs.iter().map(|t| t.version()).collect();
+    let versions_before: smallvec::SmallVec<[u64; 4]> = inputs.iter().map(|t| t.version()).collect();
     let raw = {
         let _off = GradModeGuard::no_grad();
         op.forward(&mut ctx, &detached)?
     };
-    let mut run = ForwardRun { name: op.name(), inputs, detached, raw, dirty_inputs: Vec::new() };
+    let mut run = ForwardRun { inputs, detached, raw, dirty_inputs: Vec::new() };
     run.dirty_inputs = run.check_dirty(&op, &ctx.dirty, &versions_before, recording, any_needs)?;
     let outputs = run.output_handles();
     let is_non_diff = |o: &Tensor| ctx.non_differentiable.iter().any(|n| n.same(o));
-    let differentiable: Vec<bool> = run.raw.iter().map(|o| !is_non_diff(o) && o.dtype().is_float()).collect();
+    let differentiable: smallvec::SmallVec<[bool; 4]> =
+        run.raw.iter().map(|o| !is_non_diff(o) && o.dtype().is_float()).collect();
     if recording {
-        run.mark_view_outputs(&outputs, &differentiable);
+        run.mark_view_outputs(&op, &outputs, &differentiable);
     }
     let fwd = forward_mode(&op, inputs, &outputs, &differentiable);
     op.jvp_done();
@@ -217,11 +224,13 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
         return Ok((outputs, None));
     }
     let saves = run.saves(ctx.to_save.take().unwrap_or_default(), &outputs, &differentiable);
+    let name = op.node_name();
+    let needs = std::mem::take(&mut ctx.needs_input_grad);
     let formula = CustomBackward { op, needs_input_grad: needs, materialize_grads: ctx.materialize_grads };
-    let output_refs: Vec<&Tensor> = outputs.iter().collect();
+    let output_refs: smallvec::SmallVec<[&Tensor; 4]> = outputs.iter().collect();
     let input_meta = inputs.iter().map(|t| Some(super::node::TensorMeta::of(t))).collect();
-    let name = Cow::Owned(format!("{}Backward", run.name));
-    let (node, error) = try_node_with_edges(name, edges, input_meta, &output_refs, Box::new(formula), saves);
+    let (node, error) = try_node_with_parts(name, edges, input_meta, &output_refs, Box::new(formula), saves);
+    drop(output_refs);
     if let Some(e) = error {
         return Err(e);
     }
@@ -232,11 +241,11 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
 /// Forward mode through a custom operation: its `jvp` gives the differentiable outputs' tangents
 /// (NOTE [Tangent propagation] in `forward.rs`), checked for count and shape.
 fn forward_mode<Op: CustomOp>(op: &Op, inputs: &[Tensor], outputs: &[Tensor], differentiable: &[bool]) -> Result<()> {
-    let input_refs: Vec<&Tensor> = inputs.iter().collect();
+    let input_refs: smallvec::SmallVec<[&Tensor; 4]> = inputs.iter().collect();
     if !super::forward::active(&input_refs) {
         return Ok(());
     }
-    let output_refs: Vec<&Tensor> = outputs.iter().collect();
+    let output_refs: smallvec::SmallVec<[&Tensor; 4]> = outputs.iter().collect();
     super::forward::propagate(&input_refs, &output_refs, |tangents| {
         let tangents = tangents
             .iter()
@@ -275,7 +284,6 @@ fn forward_mode<Op: CustomOp>(op: &Op, inputs: &[Tensor], outputs: &[Tensor], di
 /// A custom operation's forward as it ran: the caller's inputs, the detached copies `forward` saw,
 /// what it returned, and which inputs it marked dirty.
 struct ForwardRun<'a> {
-    name: Cow<'static, str>,
     inputs: &'a [Tensor],
     detached: Vec<Tensor>,
     raw: Vec<Tensor>,
@@ -313,7 +321,7 @@ impl ForwardRun<'_> {
     ) -> Result<Vec<usize>> {
         let mut dirty_inputs = Vec::new();
         for d in dirty {
-            let name = &self.name;
+            let name = op.name();
             let j = self
                 .find_input(d)
                 .ok_or_else(|| Error::autograd(format!("{name}: mark_dirty only accepts input tensors of forward")))?;
@@ -331,7 +339,7 @@ impl ForwardRun<'_> {
 
     /// Refuses input `j` as a dirty input where PyTorch does.
     fn check_dirty_input<Op: CustomOp>(&self, op: &Op, j: usize, recording: bool, any_needs: bool) -> Result<()> {
-        let (name, inputs) = (&self.name, self.inputs);
+        let (name, inputs) = (op.name(), self.inputs);
         if !self.raw.iter().any(|o| self.find_input(o) == Some(j)) {
             return Err(Error::autograd(format!(
                 "{name}: an input marked dirty with mark_dirty must be returned as an output of forward \
@@ -384,7 +392,7 @@ impl ForwardRun<'_> {
     }
 
     /// Records how the differentiable outputs that are views were made (while recording).
-    fn mark_view_outputs(&self, outputs: &[Tensor], differentiable: &[bool]) {
+    fn mark_view_outputs<Op: CustomOp>(&self, op: &Op, outputs: &[Tensor], differentiable: &[bool]) {
         let raw = &self.raw;
         let view_outputs: Vec<usize> = (0..raw.len())
             .filter(|&i| {
@@ -396,7 +404,7 @@ impl ForwardRun<'_> {
         // no_grad the views stay no-grad-mode views (`alias_with_layout` made them so).
         let several_outputs = differentiable.iter().filter(|&&d| d).count() > 1;
         for i in view_outputs {
-            let (name, nr) = (self.name.to_string(), i);
+            let (name, nr) = (op.name().into_owned(), i);
             outputs[i].set_view_creation(if several_outputs {
                 crate::tensor::ViewCreation::MultiOutput { name, nr }
             } else {

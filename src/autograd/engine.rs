@@ -12,7 +12,7 @@
 //!    gradients for one slot are summed; nodes that no edge reaches are ready.
 //! 5. Execute (`execute`): ready nodes (all their incoming edges delivered) leave a max-heap on the
 //!    sequence number, newest first, a deterministic order that follows the forward pass
-//!    backwards, in batches (`next_batch`, NOTE [Parallel branches]). Each node's waiting gradients
+//!    backwards, in batches (`execute`, `fill_batch`, NOTE [Parallel branches]). Each node's waiting gradients
 //!    pass its pre-hooks and are captured where it is a target (`take_inputs`, `capture`); then the
 //!    nodes that must run do (`run_batch`), and their gradients are validated against their inputs'
 //!    shapes and dtypes (summed down where the forward broadcast, see `validate`).
@@ -23,7 +23,8 @@
 //! Nothing here recurses, so graph depth is bounded only by memory. Adding into `.grad` is
 //! `accumulate.rs`.
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -36,6 +37,31 @@ use crate::tensor::layout::{fmt_shape, is_broadcastable_to};
 use crate::tensor::Tensor;
 
 type NodeId = usize;
+
+/// The engine's maps are keyed by node addresses: a multiply-and-fold hash of one word is enough,
+/// and std's SipHash took a few percent of a small graph's backward (measured on W2).
+#[derive(Default)]
+struct NodeIdHasher(u64);
+
+impl Hasher for NodeIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        // Addresses are aligned: the low bits carry nothing; the fold brings the product's well
+        // mixed high half down to the bits a hash table indexes with.
+        let m = ((n as u64) >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = m ^ (m >> 29);
+    }
+}
+
+type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<NodeIdHasher>>;
+type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<NodeIdHasher>>;
 
 /// Gradients by slot (one per input of the node that receives them); None where none arrived.
 type Grads = Vec<Option<Tensor>>;
@@ -427,8 +453,8 @@ impl GraphTask {
     /// 2. Discover: walks the graph from the roots (iteratively) and counts, for every node, the
     ///    edges that reach it.
     fn discover(seeds: &[(Edge, Tensor)], retain_graph: bool, create_graph: bool) -> GraphTask {
-        let mut nodes: HashMap<NodeId, Arc<Node>> = HashMap::new();
-        let mut deps: HashMap<NodeId, usize> = HashMap::new();
+        let mut nodes: HashMap<NodeId, Arc<Node>> = HashMap::default();
+        let mut deps: HashMap<NodeId, usize> = HashMap::default();
         let mut stack: Vec<Arc<Node>> = Vec::new();
         for (edge, _) in seeds {
             if nodes.insert(id(&edge.node), edge.node.clone()).is_none() {
@@ -450,7 +476,7 @@ impl GraphTask {
             create_graph,
             nodes,
             deps,
-            buffers: HashMap::new(),
+            buffers: HashMap::default(),
             ready: BinaryHeap::new(),
             targets: Vec::new(),
             must_run: None,
@@ -503,40 +529,48 @@ impl GraphTask {
     ///    each node's inputs taken (and captured), the batch run, then each node released (6) and its
     ///    gradients delivered (7), in batch order.
     fn execute(&mut self) -> Result<()> {
-        while let Some(batch) = self.next_batch()? {
+        while let Some(first) = self.ready.pop() {
+            self.batches += 1;
+            if self.batches.is_multiple_of(256) {
+                if let Some(hook) = INTERRUPT_HOOK.get() {
+                    hook()?;
+                }
+            }
+            if !self.is_parallel_candidate(first.1) {
+                // A batch of one, the common case of small graphs: the same steps as below without
+                // the batch's vectors.
+                if let Some((node, grads)) = self.take_input(first.1)? {
+                    let out = call_node(&node, grads, self.create_graph)?;
+                    self.release(&node);
+                    self.deliver(&node, out)?;
+                }
+                continue;
+            }
+            let batch = self.fill_batch(first);
             let jobs = self.take_inputs(&batch)?;
             let nodes: Vec<Arc<Node>> = jobs.iter().map(|(node, _)| node.clone()).collect();
             let outputs = self.run_batch(jobs);
             for (node, out) in nodes.iter().zip(outputs) {
                 let out = out?;
                 self.release(node);
-                self.deliver(node, &out)?;
+                self.deliver(node, out)?;
             }
         }
         Ok(())
     }
 
-    /// The next batch of ready nodes: the newest one, joined by the following ones while they are
-    /// all parallel candidates. Every 256 batches, checks for an interrupt.
-    fn next_batch(&mut self) -> Result<Option<Vec<(u64, NodeId)>>> {
-        let Some(first) = self.ready.pop() else { return Ok(None) };
-        self.batches += 1;
-        if self.batches.is_multiple_of(256) {
-            if let Some(hook) = INTERRUPT_HOOK.get() {
-                hook()?;
-            }
-        }
+    /// A batch that starts with `first`, a parallel candidate: joined by the following ready nodes
+    /// while they are candidates too.
+    fn fill_batch(&mut self, first: (u64, NodeId)) -> Vec<(u64, NodeId)> {
         let mut batch = vec![first];
-        if self.is_parallel_candidate(first.1) {
-            while let Some(&next) = self.ready.peek() {
-                if batch.len() >= MAX_BATCH || !self.is_parallel_candidate(next.1) {
-                    break;
-                }
-                batch.push(next);
-                self.ready.pop();
+        while let Some(&next) = self.ready.peek() {
+            if batch.len() >= MAX_BATCH || !self.is_parallel_candidate(next.1) {
+                break;
             }
+            batch.push(next);
+            self.ready.pop();
         }
-        Ok(Some(batch))
+        batch
     }
 
     /// Takes the gradients waiting for each node of the batch, runs their pre-hooks, captures the
@@ -544,31 +578,39 @@ impl GraphTask {
     fn take_inputs(&mut self, batch: &[(u64, NodeId)]) -> Result<Vec<Job>> {
         let mut jobs: Vec<Job> = Vec::with_capacity(batch.len());
         for &(_, nid) in batch {
-            let node = self.nodes[&nid].clone();
-            let grads = self.buffers.remove(&nid).unwrap_or_else(|| vec![None; node.num_outputs().max(1)]);
-            let runs = match &self.must_run {
-                None => true,
-                Some(set) => set.get(&nid).copied().unwrap_or(false),
-            };
-            let is_target = self.targets.iter().flatten().any(|t| t.node == nid);
-            // Hooks see the gradients of the nodes that run or are captured, not of the nodes that
-            // are merely passed on the way (as in PyTorch).
-            let grads = if runs || is_target {
-                let grads = super::hooks::run_pre_hooks(&node, grads).map_err(|e| node.report_failure(e))?;
-                if runs {
-                    super::hooks::run_node_pre_hooks(&node, grads).map_err(|e| node.report_failure(e))?
-                } else {
-                    grads
-                }
-            } else {
-                grads
-            };
-            self.capture(nid, &grads);
-            if runs {
-                jobs.push((node, grads));
+            if let Some(job) = self.take_input(nid)? {
+                jobs.push(job);
             }
         }
         Ok(jobs)
+    }
+
+    /// `take_inputs` for one node: its gradients after its pre-hooks, captured where it is a target;
+    /// None when it does not run.
+    fn take_input(&mut self, nid: NodeId) -> Result<Option<Job>> {
+        let node = self.nodes[&nid].clone();
+        let grads = self.buffers.remove(&nid).unwrap_or_else(|| vec![None; node.num_outputs().max(1)]);
+        let runs = match &self.must_run {
+            None => true,
+            Some(set) => set.get(&nid).copied().unwrap_or(false),
+        };
+        let is_target = self.targets.iter().flatten().any(|t| t.node == nid);
+        // Hooks see the gradients of the nodes that run or are captured, not of the nodes that
+        // are merely passed on the way (as in PyTorch).
+        let grads = if runs || is_target {
+            let grads = super::hooks::run_pre_hooks(&node, grads).map_err(|e| node.report_failure(e))?;
+            if runs {
+                super::hooks::run_node_pre_hooks(&node, grads).map_err(|e| node.report_failure(e))?
+            } else {
+                grads
+            }
+        } else {
+            grads
+        };
+        if is_target {
+            self.capture(nid, &grads);
+        }
+        Ok(runs.then_some((node, grads)))
     }
 
     /// Keeps the gradients of `nid`'s input slots that are capture targets (whether or not it runs).
@@ -610,11 +652,11 @@ impl GraphTask {
 
     /// 7. Deliver: adds a node's gradients into the buffers of the nodes its edges reach, and readies
     ///    each of those nodes once all the edges that reach it have delivered.
-    fn deliver(&mut self, node: &Node, out: &[Option<Tensor>]) -> Result<()> {
+    fn deliver(&mut self, node: &Node, mut out: Vec<Option<Tensor>>) -> Result<()> {
         for (i, edge) in node.edges.iter().enumerate() {
             let Some(edge) = edge else { continue };
-            if let Some(Some(g)) = out.get(i) {
-                add_to_buffer(&mut self.buffers, edge, g.clone())?;
+            if let Some(g) = out.get_mut(i).and_then(Option::take) {
+                add_to_buffer(&mut self.buffers, edge, g)?;
             }
             let cid = id(&edge.node);
             if let Some(d) = self.deps.get_mut(&cid) {
@@ -660,8 +702,8 @@ fn parallel_enabled() -> bool {
 
 /// For each node: must it run so that a gradient reaches a capture target below it?
 fn nodes_leading_to(nodes: &HashMap<NodeId, Arc<Node>>, targets: &[Option<Target>]) -> HashMap<NodeId, bool> {
-    let is_target: std::collections::HashSet<NodeId> = targets.iter().flatten().map(|t| t.node).collect();
-    let mut memo: HashMap<NodeId, bool> = HashMap::new();
+    let is_target: HashSet<NodeId> = targets.iter().flatten().map(|t| t.node).collect();
+    let mut memo: HashMap<NodeId, bool> = HashMap::default();
     // Iterative post-order: a node runs when one of its children is a target or runs.
     for (&start, start_node) in nodes {
         if memo.contains_key(&start) {

@@ -26,8 +26,8 @@ pub struct Edge {
 /// gradients.
 #[derive(Clone, Debug)]
 pub struct TensorMeta {
-    /// The shape.
-    pub shape: Vec<usize>,
+    /// The shape (inline up to 4 dimensions: a node is made per operation).
+    pub shape: crate::tensor::layout::Dims,
     /// The dtype.
     pub dtype: DType,
 }
@@ -35,9 +35,16 @@ pub struct TensorMeta {
 impl TensorMeta {
     /// The meta of a tensor.
     pub fn of(t: &Tensor) -> Self {
-        TensorMeta { shape: t.shape().to_vec(), dtype: t.dtype() }
+        TensorMeta { shape: crate::tensor::layout::Dims::from_slice(t.shape()), dtype: t.dtype() }
     }
 }
+
+/// A node's edges, one per input (inline up to 2: NOTE [Per-operation overhead] in `record.rs`).
+pub(crate) type Edges = smallvec::SmallVec<[Option<Edge>; 2]>;
+/// The shapes and dtypes of a node's inputs (inline up to 2).
+pub(crate) type InputMetas = smallvec::SmallVec<[Option<TensorMeta>; 2]>;
+/// The shapes and dtypes of a node's outputs (inline for one).
+pub(crate) type OutputMetas = smallvec::SmallVec<[TensorMeta; 1]>;
 
 /// One backward formula. Saved tensors are kept by the node (`Node::unpack_saved`), not by the
 /// formula, so releasing them, version-checking them and drawing them is done once for all.
@@ -114,9 +121,9 @@ pub(crate) enum SavedSlot {
 pub struct Node {
     pub(crate) seq: u64,
     pub(crate) name: Cow<'static, str>,
-    pub(crate) edges: Vec<Option<Edge>>,
-    pub(crate) input_meta: Vec<Option<TensorMeta>>,
-    pub(crate) output_meta: Vec<TensorMeta>,
+    pub(crate) edges: Edges,
+    pub(crate) input_meta: InputMetas,
+    pub(crate) output_meta: OutputMetas,
     pub(crate) saved: Mutex<SavedSlot>,
     pub(crate) backward: Option<Box<dyn Backward>>,
     /// Where the node was created (anomaly mode).
@@ -148,6 +155,18 @@ impl Node {
         edges: Vec<Option<Edge>>,
         input_meta: Vec<Option<TensorMeta>>,
         output_meta: Vec<TensorMeta>,
+        saved: Vec<SavedTensor>,
+        backward: Box<dyn Backward>,
+    ) -> Node {
+        Node::with_parts(name, edges.into(), input_meta.into(), output_meta.into(), saved, backward)
+    }
+
+    /// `new` with the node's own (inline) vectors, which the hot paths build directly.
+    pub(crate) fn with_parts(
+        name: Cow<'static, str>,
+        edges: Edges,
+        input_meta: InputMetas,
+        output_meta: OutputMetas,
         saved: Vec<SavedTensor>,
         backward: Box<dyn Backward>,
     ) -> Node {
@@ -293,8 +312,18 @@ pub fn graph_freed_error() -> Error {
 // would recurse once per node and overflow the stack. Each node's drop therefore moves what it owns
 // (edges, formula, saved tensors) onto a per-thread queue; only the outermost drop drains it, so
 // the depth stays constant however long the chain.
+/// What a dropped node owns that may hold other nodes (NOTE [Iterative drop]).
+type NodeParts = (
+    Edges,
+    Option<Box<dyn Backward>>,
+    SavedSlot,
+    Vec<(u64, super::hooks::NodeHook)>,
+    Option<Box<dyn std::any::Any + Send + Sync>>,
+);
+
 thread_local! {
-    static DROP_QUEUE: RefCell<Vec<Box<dyn Send>>> = const { RefCell::new(Vec::new()) };
+    // Typed (not boxed) so that queueing a node's parts allocates nothing once the queue has grown.
+    static DROP_QUEUE: RefCell<Vec<NodeParts>> = const { RefCell::new(Vec::new()) };
     static DRAINING: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -305,12 +334,16 @@ impl Drop for Node {
         let saved = std::mem::replace(self.saved.get_mut(), SavedSlot::Released { had: 0 });
         let hooks = std::mem::take(self.node_hooks.get_mut());
         let metadata = self.metadata.take();
-        let owned: Box<dyn Send> = Box::new((edges, backward, saved, hooks, metadata));
+        let mut owned = Some((edges, backward, saved, hooks, metadata));
         let queued = DROP_QUEUE
             .try_with(|q| {
-                q.borrow_mut().push(owned);
+                if let Some(parts) = owned.take() {
+                    q.borrow_mut().push(parts);
+                }
             })
             .is_ok();
+        // Without the thread's queue (thread teardown), the parts drop here, recursively.
+        drop(owned);
         if !queued || DRAINING.with(|d| d.replace(true)) {
             return;
         }
@@ -345,11 +378,11 @@ pub fn gradient_edge(t: &Tensor) -> Option<Edge> {
     // layer for the user's location, which takes the GIL and runs Python code (which may itself
     // need this tensor). Another thread may install an accumulator meanwhile; the first one wins.
     let meta = TensorMeta::of(t);
-    let acc = Arc::new(Node::new(
+    let acc = Arc::new(Node::with_parts(
         Cow::Borrowed("AccumulateGrad"),
-        Vec::new(),
-        vec![Some(meta.clone())],
-        vec![meta],
+        Edges::new(),
+        smallvec::smallvec![Some(meta.clone())],
+        smallvec::smallvec![meta],
         Vec::new(),
         Box::new(AccumulateGrad { variable: t.clone() }),
     ));

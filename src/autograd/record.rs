@@ -5,9 +5,18 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::grad_mode::is_grad_enabled;
-use super::node::{gradient_edge, Backward, Node, TensorMeta};
+use super::node::{gradient_edge, Backward, Edges, InputMetas, Node, OutputMetas, TensorMeta};
 use super::saved::{Prepared, SavedTensor};
 use crate::tensor::Tensor;
+
+// NOTE [Per-operation overhead]: on small tensors an operation's cost is bookkeeping, not
+// arithmetic (issue 19's W2: 1,000 element-wise operations on 16 elements, then backward), and most
+// of that bookkeeping was `malloc`/`free`. So the per-operation records keep their small vectors
+// inline: a layout's shape and strides (`tensor::layout::Dims`), a node's edges and input and output
+// metas (`node::Edges`, `InputMetas`, `OutputMetas`); a node is one allocation besides its formula's
+// box. The engine keys its maps by node address with a one-word hash and runs a batch of one node
+// without the batch's vectors; a dropped node queues its parts without boxing them. Nothing here
+// changes what is recorded or checked.
 
 /// What a backward formula keeps: an input (or any other tensor), or one of the outputs.
 pub(crate) enum Save {
@@ -111,9 +120,9 @@ pub(crate) fn record_with_scalar<B: Backward + 'static>(
 ) {
     let node = needs_grad(&[input]).then(|| {
         let (formula, saves) = make();
-        let edges = vec![gradient_edge(input), None];
-        let input_meta = vec![Some(TensorMeta::of(input)), None];
-        let node = node_with_edges(Cow::Borrowed(name), edges, input_meta, &[output], Box::new(formula), saves);
+        let edges: Edges = smallvec::smallvec![gradient_edge(input), None];
+        let input_meta: InputMetas = smallvec::smallvec![Some(TensorMeta::of(input)), None];
+        let node = node_with_parts(Cow::Borrowed(name), edges, input_meta, &[output], Box::new(formula), saves);
         output.set_history(node.clone(), 0);
         node
     });
@@ -144,21 +153,21 @@ pub(crate) fn build_node(
     formula: Box<dyn Backward>,
     saves: Vec<Save>,
 ) -> Arc<Node> {
-    let edges = inputs.iter().map(|t| gradient_edge(t)).collect();
-    let input_meta = inputs.iter().map(|t| Some(TensorMeta::of(t))).collect();
-    node_with_edges(name, edges, input_meta, outputs, formula, saves)
+    let edges: Edges = inputs.iter().map(|t| gradient_edge(t)).collect();
+    let input_meta: InputMetas = inputs.iter().map(|t| Some(TensorMeta::of(t))).collect();
+    node_with_parts(name, edges, input_meta, outputs, formula, saves)
 }
 
-/// Builds a node from edges taken beforehand (a custom function takes them before its forward runs).
-pub(crate) fn node_with_edges(
+/// Builds a node from edges taken beforehand.
+fn node_with_parts(
     name: Cow<'static, str>,
-    edges: Vec<Option<super::node::Edge>>,
-    input_meta: Vec<Option<TensorMeta>>,
+    edges: Edges,
+    input_meta: InputMetas,
     outputs: &[&Tensor],
     formula: Box<dyn Backward>,
     saves: Vec<Save>,
 ) -> Arc<Node> {
-    let (node, error) = try_node_with_edges(name, edges, input_meta, outputs, formula, saves);
+    let (node, error) = try_node_with_parts(name, edges, input_meta, outputs, formula, saves);
     if let Some(e) = error {
         // A built-in operation cannot return it: the binding layer raises it with the result.
         super::saved::set_pack_error(e);
@@ -176,7 +185,19 @@ pub(crate) fn try_node_with_edges(
     formula: Box<dyn Backward>,
     saves: Vec<Save>,
 ) -> (Arc<Node>, Option<crate::error::Error>) {
-    let output_meta = outputs.iter().map(|t| TensorMeta::of(t)).collect();
+    try_node_with_parts(name, edges.into(), input_meta.into(), outputs, formula, saves)
+}
+
+/// `try_node_with_edges` with the node's own (inline) vectors.
+pub(crate) fn try_node_with_parts(
+    name: Cow<'static, str>,
+    edges: Edges,
+    input_meta: InputMetas,
+    outputs: &[&Tensor],
+    formula: Box<dyn Backward>,
+    saves: Vec<Save>,
+) -> (Arc<Node>, Option<crate::error::Error>) {
+    let output_meta: OutputMetas = outputs.iter().map(|t| TensorMeta::of(t)).collect();
     // Packed before the node exists: a pack hook runs Python code, which must not see a node
     // half made.
     let mut error = None;
@@ -203,7 +224,7 @@ pub(crate) fn try_node_with_edges(
             .into_iter()
             .map(|(p, out)| SavedTensor::from_prepared(p, out.map(|i| (weak.clone(), i))))
             .collect();
-        Node::new(name, edges, input_meta, output_meta, saved, formula)
+        Node::with_parts(name, edges, input_meta, output_meta, saved, formula)
     });
     (node, error)
 }

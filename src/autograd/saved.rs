@@ -292,6 +292,12 @@ impl SavedTensor {
     }
 
     fn check_version(&self, saved_by: &str) -> Result<()> {
+        // The common case first, without copying the shape for the message.
+        if let Data::Plain(t) = &self.data {
+            if t.version() == self.saved_version {
+                return Ok(());
+            }
+        }
         let (current, write, dtype, shape) = match &self.data {
             Data::Plain(t) => (t.version(), None, t.dtype(), t.shape().to_vec()),
             Data::Packed { storage, shape, dtype, .. } => match storage.upgrade() {

@@ -453,7 +453,7 @@ impl Tensor {
         shape.push(len);
         strides.push(l.strides[d1] + l.strides[d2]);
         let start = if len == 0 { 0 } else { row0 as usize * l.strides[d1] + col0 as usize * l.strides[d2] };
-        let layout = Layout { shape, strides, offset: l.offset + start };
+        let layout = Layout { shape: shape.into(), strides: strides.into(), offset: l.offset + start };
         let out = self.alias_with_layout(layout);
         let input_shape = self.shape().to_vec();
         record("DiagonalBackward", &[self], &[&out], || {

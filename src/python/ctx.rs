@@ -106,6 +106,11 @@ impl PyCtx {
         tensors
     }
 
+    /// True when `save_for_backward` was called: only then has `release` anything to free.
+    pub(crate) fn has_saved(&self) -> bool {
+        self.packed.is_some()
+    }
+
     /// The node now owns the saved tensors. Returns the ctx's own copies, for the caller to drop
     /// once the ctx is no longer borrowed (NOTE [Borrowing the ctx]).
     #[must_use]

@@ -27,6 +27,8 @@ use crate::Tensor;
 struct Spec {
     binder: Py<PyAny>,
     name: String,
+    /// `name` + `Backward`, made once rather than per call.
+    node_name: String,
     names: Arc<[String]>,
     simple: bool,
     once: bool,
@@ -71,8 +73,10 @@ fn spec_for(cls: &Bound<'_, PyType>) -> PyResult<Arc<Spec>> {
     }
     let binder = super::helpers::helpers(py)?.function_spec.bind(py).call1((cls,))?;
     let names: Vec<String> = binder.getattr("names")?.extract()?;
+    let name: String = binder.getattr("name")?.extract()?;
     let spec = Arc::new(Spec {
-        name: binder.getattr("name")?.extract()?,
+        node_name: format!("{name}Backward"),
+        name,
         names: Arc::from(names),
         simple: binder.getattr("simple")?.extract()?,
         once: binder.getattr("once")?.extract()?,
@@ -86,6 +90,9 @@ fn spec_for(cls: &Bound<'_, PyType>) -> PyResult<Arc<Spec>> {
     Ok(spec)
 }
 
+/// The arguments of a call into Python, inline for the usual few.
+type Args = smallvec::SmallVec<[Py<PyAny>; 6]>;
+
 struct PyFunctionOp {
     cls: Py<PyAny>,
     backward_attr: Py<PyString>,
@@ -96,7 +103,8 @@ struct PyFunctionOp {
     originals: Vec<Tensor>,
     names: Arc<[String]>,
     tensor_pos: Vec<usize>,
-    name: String,
+    /// The class's spec (its name, the node's name).
+    spec: Arc<Spec>,
     once: bool,
     raw_output: Arc<Mutex<Option<Py<PyAny>>>>,
     /// For each value forward returned: is it a tensor? Backward gets one argument per value
@@ -104,6 +112,9 @@ struct PyFunctionOp {
     output_is_tensor: Vec<bool>,
     /// `forward` takes no ctx; `setup_context(ctx, inputs, output)` runs after it.
     setup_context: bool,
+    /// forward called `save_for_backward`: releasing the graph has saved values to free (else the
+    /// release takes no GIL).
+    saved_any: bool,
 }
 
 impl PyFunctionOp {
@@ -114,11 +125,11 @@ impl PyFunctionOp {
         let originals = std::mem::take(&mut self.originals);
         let args = args.bind(py);
         let ctx = self.ctx.bind(py);
-        let mut call: Vec<Py<PyAny>> = Vec::with_capacity(args.len() + 1);
+        let mut call: Args = Args::with_capacity(args.len() + 1);
         if !self.setup_context {
             call.push(ctx.clone().into_any().unbind());
         }
-        let mut needs = vec![false; self.names.len()];
+        let mut needs: smallvec::SmallVec<[bool; 8]> = smallvec::smallvec![false; self.names.len()];
         let mut k = 0;
         for (j, a) in args.iter().enumerate() {
             if self.tensor_pos.get(k) == Some(&j) {
@@ -132,7 +143,8 @@ impl PyFunctionOp {
         // The ctx is borrowed only while values move in or out (NOTE [Borrowing the ctx]).
         {
             let mut c = ctx.try_borrow_mut()?;
-            c.needs = needs;
+            c.needs.clear();
+            c.needs.extend_from_slice(&needs);
             c.in_forward = true;
         }
         let cls = self.cls.bind(py);
@@ -168,7 +180,7 @@ impl PyFunctionOp {
         } else if !result.is_none() {
             return Err(crate::error::Error::Type(format!(
                 "{}.forward must return a Tensor or a tuple (of Tensors and other values), got {}",
-                self.name,
+                self.spec.name,
                 result.get_type().name()?
             ))
             .into());
@@ -177,6 +189,7 @@ impl PyFunctionOp {
         let (saved, dirty, non_differentiable, materialize) = {
             let mut c = ctx.try_borrow_mut()?;
             let saved = c.pack(py);
+            self.saved_any = c.has_saved();
             (saved, std::mem::take(&mut c.dirty), std::mem::take(&mut c.non_differentiable), c.materialize_grads)
         };
         fctx.save_for_backward(&saved)?;
@@ -186,7 +199,7 @@ impl PyFunctionOp {
         const NOT_AN_INPUT: &std::ffi::CStr = c"ctx.mark_dirty() received a tensor that was not an input. Only \
             input Tensors that have been mutated should be passed to ctx.mark_dirty().";
         if dirty.iter().any(|d| !is_input(d) && d.base().is_some()) {
-            let msg = format!("{}: {}", self.name, NOT_AN_INPUT.to_string_lossy());
+            let msg = format!("{}: {}", self.spec.name, NOT_AN_INPUT.to_string_lossy());
             return Err(crate::error::Error::CustomFunction(msg).into());
         }
         if !dirty.iter().all(is_input) {
@@ -266,7 +279,7 @@ impl PyFunctionOp {
                 Err(_) => {
                     return Ok(Err(Error::CustomFunction(format!(
                         "function {}.jvp returned a value of type {} as a tangent; expected a Tensor or None",
-                        self.name,
+                        self.spec.name,
                         item.get_type().name()?
                     ))))
                 }
@@ -276,7 +289,7 @@ impl PyFunctionOp {
     }
 
     fn backward_py(&self, py: Python<'_>, grads: Vec<Option<Tensor>>) -> PyResult<Result<Vec<Option<Tensor>>>> {
-        let mut call: Vec<Py<PyAny>> = Vec::with_capacity(grads.len() + 1);
+        let mut call: Args = Args::with_capacity(grads.len() + 1);
         call.push(self.ctx.clone_ref(py).into_any());
         let mut grads = grads.into_iter();
         for &is_tensor in &self.output_is_tensor {
@@ -288,13 +301,13 @@ impl PyFunctionOp {
         }
         let result = self.cls.bind(py).getattr(self.backward_attr.bind(py))?.call1(PyTuple::new(py, call)?)?;
         let n = self.names.len();
-        let mut items: Vec<Bound<'_, PyAny>> = if let Ok(d) = result.cast::<PyDict>() {
+        let mut items: smallvec::SmallVec<[Bound<'_, PyAny>; 4]> = if let Ok(d) = result.cast::<PyDict>() {
             for k in d.keys() {
                 let key: String = k.extract()?;
                 if !self.names.contains(&key) {
                     return Ok(Err(Error::CustomFunction(format!(
                         "function {}.backward returned a gradient for unknown argument '{key}'; forward's arguments are: {}",
-                        self.name,
+                        self.spec.name,
                         self.names.join(", ")
                     ))));
                 }
@@ -308,7 +321,7 @@ impl PyFunctionOp {
         } else if let Ok(l) = result.cast::<PyList>() {
             l.iter().collect()
         } else {
-            vec![result]
+            smallvec::smallvec![result]
         };
         while items.len() > n && items.last().is_some_and(|o| o.is_none()) {
             items.pop();
@@ -316,7 +329,7 @@ impl PyFunctionOp {
         if items.len() != n {
             return Ok(Err(Error::CustomFunction(format!(
                 "function {}.backward returned an incorrect number of gradients: expected {n} (one per argument of forward: {}), got {}",
-                self.name,
+                self.spec.name,
                 self.names.join(", "),
                 items.len()
             ))));
@@ -334,7 +347,7 @@ impl PyFunctionOp {
             if !is_tensor_input {
                 return Ok(Err(Error::CustomFunction(format!(
                     "function {}.backward returned a gradient for argument '{param}', but that argument of forward is not a Tensor (return None for it)",
-                    self.name
+                    self.spec.name
                 ))));
             }
             match item.cast::<PyTensor>() {
@@ -342,7 +355,7 @@ impl PyFunctionOp {
                 Err(_) => {
                     return Ok(Err(Error::CustomFunction(format!(
                         "function {}.backward returned a value of type {} as the gradient for argument '{param}'; expected a Tensor or None",
-                        self.name,
+                        self.spec.name,
                         item.get_type().name()?
                     ))))
                 }
@@ -354,7 +367,11 @@ impl PyFunctionOp {
 
 impl CustomOp for PyFunctionOp {
     fn name(&self) -> Cow<'static, str> {
-        Cow::Owned(self.name.clone())
+        Cow::Owned(self.spec.name.clone())
+    }
+
+    fn node_name(&self) -> Cow<'static, str> {
+        Cow::Owned(self.spec.node_name.clone())
     }
 
     fn forward(&mut self, ctx: &mut ForwardCtx, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
@@ -373,6 +390,11 @@ impl CustomOp for PyFunctionOp {
     }
 
     fn release(&self) {
+        // A ctx that saved nothing has nothing to free here (its attributes go with the node): no
+        // GIL round trip per node in backward.
+        if !self.saved_any {
+            return;
+        }
         Python::attach(|py| {
             let released = self.ctx.bind(py).try_borrow_mut().ok().map(|mut c| c.release());
             drop(released);
@@ -447,7 +469,7 @@ fn apply_values(
     cls: &Bound<'_, PyType>,
     values: &Bound<'_, PyTuple>,
     names: Arc<[String]>,
-    spec: &Spec,
+    spec: &Arc<Spec>,
 ) -> PyResult<Py<PyAny>> {
     let mut inputs = Vec::new();
     let mut tensor_pos = Vec::new();
@@ -471,11 +493,12 @@ fn apply_values(
         originals: inputs.clone(),
         names,
         tensor_pos,
-        name: spec.name.clone(),
+        spec: spec.clone(),
         once: spec.once,
         raw_output: raw_output.clone(),
         output_is_tensor: Vec::new(),
         setup_context: spec.setup_context,
+        saved_any: false,
     };
     let (outputs, node) = apply_custom_with_node(op, &inputs)?;
     if let Some(node) = &node {

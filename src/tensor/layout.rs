@@ -3,21 +3,26 @@
 
 use crate::error::{Error, Result};
 
+/// Extents or strides, one per dimension: kept inline up to 4 dimensions, so that making a tensor
+/// allocates nothing for its layout (NOTE [Per-operation overhead] in `autograd/record.rs`). It
+/// reads as a slice; `Dims::from_vec(v)` or `v.into()` makes one from a `Vec`.
+pub type Dims = smallvec::SmallVec<[usize; 4]>;
+
 /// Shape, strides (in elements, never negative) and offset into the storage.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
     /// Extent of each dimension.
-    pub shape: Vec<usize>,
+    pub shape: Dims,
     /// Step in elements between neighbours along each dimension (0 for broadcast dimensions).
-    pub strides: Vec<usize>,
+    pub strides: Dims,
     /// Index of the first element in the storage.
     pub offset: usize,
 }
 
 /// Row-major strides of a shape. Saturating: only a shape `checked_numel` refuses can exceed the
 /// range, and no layout is built over such a shape.
-pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
-    let mut strides = vec![0; shape.len()];
+pub fn contiguous_strides(shape: &[usize]) -> Dims {
+    let mut strides = smallvec::smallvec![0; shape.len()];
     let mut acc = 1usize;
     for i in (0..shape.len()).rev() {
         strides[i] = acc;
@@ -128,7 +133,7 @@ pub enum Overlap {
 impl Layout {
     /// A fresh row-major layout.
     pub fn contiguous(shape: &[usize]) -> Self {
-        Layout { shape: shape.to_vec(), strides: contiguous_strides(shape), offset: 0 }
+        Layout { shape: Dims::from_slice(shape), strides: contiguous_strides(shape), offset: 0 }
     }
 
     /// Number of dimensions.
@@ -255,7 +260,7 @@ impl Layout {
             )));
         }
         let lead = shape.len() - self.ndim();
-        let mut strides = vec![0; shape.len()];
+        let mut strides: Dims = smallvec::smallvec![0; shape.len()];
         for (i, &target) in shape.iter().enumerate() {
             if i < lead {
                 continue;
@@ -275,7 +280,7 @@ impl Layout {
             };
         }
         checked_numel(shape)?;
-        Ok(Layout { shape: shape.to_vec(), strides, offset: self.offset })
+        Ok(Layout { shape: Dims::from_slice(shape), strides, offset: self.offset })
     }
 
     /// Elements `start, start+step, ...` below `stop` along `dim` (bounds already clamped).
@@ -305,19 +310,19 @@ impl Layout {
     /// dimension, or merging dimensions whose strides chain (`x[:, ::2].view(-1)`) are views there too.
     pub fn view_as(&self, shape: &[usize]) -> Option<Self> {
         let strides = view_strides(&self.shape, &self.strides, shape)?;
-        Some(Layout { shape: shape.to_vec(), strides, offset: self.offset })
+        Some(Layout { shape: Dims::from_slice(shape), strides, offset: self.offset })
     }
 }
 
 /// Strides that give `new` over the memory of (`old`, `old_strides`), or None when some new dimension
 /// would span two chunks of memory that are not evenly strided (PyTorch's `computeStride`).
-fn view_strides(old: &[usize], old_strides: &[usize], new: &[usize]) -> Option<Vec<usize>> {
-    let mut strides = vec![1; new.len()];
+fn view_strides(old: &[usize], old_strides: &[usize], new: &[usize]) -> Option<Dims> {
+    let mut strides: Dims = smallvec::smallvec![1; new.len()];
     if old.is_empty() {
         return Some(strides);
     }
     if numel(old) == 0 {
-        return Some(if old == new { old_strides.to_vec() } else { contiguous_strides(new) });
+        return Some(if old == new { Dims::from_slice(old_strides) } else { contiguous_strides(new) });
     }
     let mut view_d = new.len() as isize - 1;
     let mut chunk_base = *old_strides.last()?;

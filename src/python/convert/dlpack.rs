@@ -361,7 +361,7 @@ unsafe fn check_tensor(t: &DLTensor) -> PyResult<Checked> {
             "tg.from_dlpack: the tensor's address is null or not aligned to its element size",
         ));
     }
-    Ok(Checked { dtype: row.dtype, ptr, len, layout: Layout { shape, strides, offset: 0 } })
+    Ok(Checked { dtype: row.dtype, ptr, len, layout: Layout { shape: shape.into(), strides, offset: 0 } })
 }
 
 /// Consumes a capsule (see NOTE [DLPack]).

@@ -198,7 +198,7 @@ pub(crate) fn share_numpy(arr: &Bound<'_, PyAny>) -> PyResult<Tensor> {
             ),
         )?;
     }
-    let layout = Layout { shape, strides, offset: 0 };
+    let layout = Layout { shape: shape.into(), strides: strides.into(), offset: 0 };
     let owner: ForeignOwner = Box::new(arr.clone().unbind());
     // SAFETY: NumPy keeps `len` elements (the array's extent) valid at `data` while the array, which
     // the owner holds, lives; the dtype and alignment were checked above.
@@ -273,7 +273,7 @@ fn interface(t: &Tensor) -> PyResult<Interface> {
     }
     Ok(Interface {
         addr: if l.numel() == 0 { base } else { base + l.offset * row.itemsize },
-        shape: l.shape.clone(),
+        shape: l.shape.to_vec(),
         strides: l.strides.iter().map(|s| s * row.itemsize).collect(),
         typestr: typestr(row),
         read_only: !writable,
