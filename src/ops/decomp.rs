@@ -51,7 +51,7 @@ fn square_dims(a: &Tensor, op: &str) -> Result<(Vec<usize>, usize)> {
 
 /// The element values of `a` in row-major order.
 fn values<T: Scalar>(a: &Tensor) -> Result<Vec<T>> {
-    a.with_view(|v: ndarray::ArrayViewD<'_, T>| v.iter().copied().collect())
+    a.with_view(crate::tensor::gather::<T>)
 }
 
 /// `(Batch element i): ` when the input is batched, as PyTorch prefixes its messages.

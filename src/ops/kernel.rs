@@ -114,7 +114,7 @@ pub(crate) fn map_cost<T: Element, U: Element>(
         let data = t.with_contiguous(|s: &[T]| collect_map(s, cost, &f))?;
         return Tensor::from_vec(data, t.shape());
     }
-    t.with_view(|v| Tensor::from_array(v.map(|&x| f(x))))
+    t.with_view(|v| Tensor::from_vec(crate::tensor::gather_map(v, &f), t.shape()))?
 }
 
 /// `f` applied pairwise to `a` and `b` broadcast together.
@@ -224,7 +224,8 @@ pub(crate) fn materialize_as<T: Element>(src: &Tensor, shape: &[usize]) -> Resul
                 src.shape(), shape
             ))
         })?;
-        Ok(b.map(|&x| convert::<S, T>(x)))
+        let data = crate::tensor::gather_map(b, convert::<S, T>);
+        Ok(ArrayD::from_shape_vec(IxDyn(shape), data).expect("gather_map yields one element per index"))
     })?)
 }
 

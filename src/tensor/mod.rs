@@ -5,6 +5,8 @@ pub mod default_dtype;
 pub mod dtype;
 pub mod element;
 pub mod format;
+mod gather;
+pub(crate) use gather::{gather, gather_map};
 pub mod layout;
 pub mod random;
 pub mod storage;
@@ -471,7 +473,7 @@ impl Tensor {
             return self.with_contiguous(|s: &[T]| s.to_vec());
         }
         create::check_alloc(self.shape(), T::DTYPE)?;
-        self.with_view(|v: ArrayViewD<T>| v.iter().copied().collect())
+        self.with_view(gather::<T>)
     }
 
     /// The elements converted to f64, row-major.
