@@ -1065,3 +1065,9 @@ def _unpack_dual(tensor: Tensor, level: int | None = None) -> tuple[Tensor, Tens
 
 __all__ += ["_enter_dual_level", "_exit_dual_level", "_dual_level_count", "_make_dual", "_unpack_dual"]
 __all__ += ["_is_fwd_grad_enabled", "_set_fwd_grad_enabled"]
+
+# The machine's limits, for benches/compare.py (src/python/roof.rs); private.
+def _roof(isa: _str, threads: _int, seconds: _float = 0.2) -> _float: ...
+def _copy_bandwidth(threads: _int, mbytes: _int = 256, seconds: _float = 0.5) -> _float: ...
+
+__all__ += ["_roof", "_copy_bandwidth"]

@@ -14,6 +14,7 @@ mod helpers;
 mod identity;
 mod linalg;
 mod optim;
+mod roof;
 mod tensor;
 mod tensor_arith;
 mod tensor_compose;
@@ -57,6 +58,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     linalg::register(m)?;
     tensor_exchange::register(m)?;
     forward::register(m)?;
+    roof::register(m)?;
     autograd::install_hooks();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);
     Ok(())
