@@ -37,7 +37,9 @@ impl Isa {
         match name {
             "avx512" => Ok(Isa::Avx512),
             "avx2" => Ok(Isa::Avx2),
-            _ => Err(Error::InvalidArgument(format!("roof: unknown instruction set {name:?} (expected \"avx512\" or \"avx2\")"))),
+            _ => Err(Error::InvalidArgument(format!(
+                "roof: unknown instruction set {name:?} (expected \"avx512\" or \"avx2\")"
+            ))),
         }
     }
 
@@ -66,7 +68,9 @@ const FMA_ITERS: u64 = 1 << 19;
 
 fn check(threads: usize, seconds: f64, what: &str) -> Result<()> {
     if threads == 0 || threads > MAX_THREADS {
-        return Err(Error::InvalidArgument(format!("{what}: threads must be between 1 and {MAX_THREADS}, got {threads}")));
+        return Err(Error::InvalidArgument(format!(
+            "{what}: threads must be between 1 and {MAX_THREADS}, got {threads}"
+        )));
     }
     if !(seconds > 0.0 && seconds <= MAX_SECONDS) {
         return Err(Error::InvalidArgument(format!("{what}: seconds must be in (0, {MAX_SECONDS}], got {seconds}")));
@@ -241,7 +245,9 @@ unsafe fn chains_avx2(iters: u64) -> f32 {
 pub fn copy_bandwidth(threads: usize, mbytes: usize, seconds: f64) -> Result<f64> {
     check(threads, seconds, "copy_bandwidth")?;
     if mbytes == 0 || mbytes > 16384 {
-        return Err(Error::InvalidArgument(format!("copy_bandwidth: mbytes must be between 1 and 16384, got {mbytes}")));
+        return Err(Error::InvalidArgument(format!(
+            "copy_bandwidth: mbytes must be between 1 and 16384, got {mbytes}"
+        )));
     }
     let len = mbytes << 18; // f32 values in `mbytes` MiB
     let mut src: Vec<f32> = Vec::new();
