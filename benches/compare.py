@@ -1,6 +1,13 @@
 """tapegrad against PyTorch and NumPy on the workloads of issue 5 (W1-W6), issue 16 (W7: one Adam
 step over W4's parameters; W8: W4 trained as a `tg.nn` model with `tg.optim.Adam`) and issue 18 (W9:
-the 100x100 Jacobian of an MLP with `func.jacrev` and `func.jacfwd`).
+the 100x100 Jacobian of an MLP with `func.jacrev` and `func.jacfwd`), and single float32 matrix
+products (MM rows: 4096^3, 256^3, the W1 shapes; `/1t` rows on one thread), measured against the
+machine's own limits (issue 19).
+
+The run starts by measuring the machine: its float32 FMA roof (AVX-512 and AVX2, one thread and all
+threads, `tapegrad._tapegrad._roof`) and its memory copy bandwidth (`_copy_bandwidth`). Every dense
+workload then gets GFLOP/s and the fraction of the roof (the all-thread roof, or the one-thread roof
+for `/1t` rows) beside its ratio to PyTorch; W7 a fraction of the copy bandwidth.
 
 Each workload runs in its own process, alternating the implementations within that process
 (warm-up first, then REPEATS rounds), and the parent prints a table of medians, min..max and the
@@ -193,7 +200,6 @@ def w3_make(lib, fn_base, builtin=False):
 
 # ---------------------------------------------------------------- W4: an MLP step
 W4_SIZES, W4_BATCH = (1024, 4096, 4096, 1024), 256
-W4_FLOP = 3 * 2 * W4_BATCH * sum(a * b for a, b in zip(W4_SIZES, W4_SIZES[1:]))
 
 
 def w4_make(lib):
@@ -351,6 +357,65 @@ def w9_make(lib, api):
     return factory
 
 
+# ---------------------------------------------------------------- floating-point work per round
+# Multiply-adds of the products actually computed (an input that does not require grad gets no
+# gradient product), two FLOP each; element-wise work is not counted.
+W1_FLOP = 2 * STEPS * (N * D_IN * H + N * H * D_OUT      # forward
+                       + H * N * D_OUT + N * D_OUT * H    # backward: r.T @ g, g @ w2.T
+                       + D_IN * N * H)                    # backward: x.T @ gr (x needs no grad)
+_W4_MACS = sum(a * b for a, b in zip(W4_SIZES, W4_SIZES[1:])) * W4_BATCH
+W4_FLOP = 2 * (3 * _W4_MACS - W4_BATCH * W4_SIZES[0] * W4_SIZES[1])  # no gradient for the input x
+W6_FLOP = 2 * 32 * (6 + 6 + 5) * 256 ** 3  # forward, weight gradients, input gradients but the first
+
+
+# ---------------------------------------------------------------- MM: single float32 matrix products
+# (m, k, n, A transposed, B transposed): a transposed operand is a `.t()` view, as in backward.
+MM_SHAPES = {
+    "MM4096": (4096, 4096, 4096, False, False),
+    "MM4096/1t": (4096, 4096, 4096, False, False),
+    "MM256": (256, 256, 256, False, False),
+    "MM256/1t": (256, 256, 256, False, False),
+    "MM64x1000x100": (64, 1000, 100, False, False),
+    "MM1000x64x100-TN": (1000, 64, 100, True, False),
+    "MM64x100x1000-NT": (64, 100, 1000, False, True),
+}
+
+
+def mm_flop(name):
+    m, k, n, _, _ = MM_SHAPES[name]
+    return 2 * m * k * n
+
+
+def mm_calls(name):
+    return max(1, int(2e9 // mm_flop(name)))  # about 2 GFLOP per round
+
+
+def mm_make(lib, name):
+    m, k, n, ta, tb = MM_SHAPES[name]
+    calls = mm_calls(name)
+
+    def factory():
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
+        b = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
+        if lib == "numpy":
+            a, b = (a.T if ta else a), (b.T if tb else b)
+            mm = np.matmul
+        else:
+            a, b = lib.from_numpy(a), lib.from_numpy(b)
+            a, b = (a.t() if ta else a), (b.t() if tb else b)
+            mm = lib.mm
+
+        def run():
+            for _ in range(calls):
+                c = mm(a, b)
+            return float(c[0, 0])
+
+        return run
+
+    return factory
+
+
 def workloads():
     tg = try_import("tapegrad")
     torch = try_import("torch")
@@ -373,12 +438,21 @@ def workloads():
                "torch-jacrev": w9_make(torch, "jacrev") if torch else None,
                "torch-jacfwd": w9_make(torch, "jacfwd") if torch else None},
     }
+    for name in MM_SHAPES:
+        w[name] = {"tapegrad": mm_make(tg, name), "torch": mm_make(torch, name) if torch else None,
+                   "numpy": mm_make("numpy", name)}
     return w
 
 
 UNITS = {"W1": ("ms/step", 1e3 / STEPS), "W2": ("us/op", 1e6 / 1000), "W3": ("us/call", 1e6 / 1000),
          "W4": ("ms/step", 1e3), "W5": ("s", 1.0), "W6": ("ms/step", 1e3), "W7": ("ms/step", 1e3),
          "W8": ("ms/step", 1e3), "W9": ("ms/jac", 1e3)}
+UNITS.update({name: ("ms/call", 1e3 / mm_calls(name)) for name in MM_SHAPES})
+# GFLOP per round of the dense workloads (W8 also runs Adam, which is not counted).
+FLOP = {"W1": W1_FLOP, "W4": W4_FLOP, "W6": W6_FLOP, "W8": W4_FLOP}
+FLOP.update({name: mm_flop(name) * mm_calls(name) for name in MM_SHAPES})
+# W7's bytes per round: parameter, gradient and two moments read, three written (7 float32 each).
+W7_BYTES = 7 * 4 * sum(a * b for a, b in zip(W4_SIZES, W4_SIZES[1:]))
 
 
 def chain_memory(libname):
@@ -397,8 +471,29 @@ def chain_memory(libname):
     print(json.dumps({"bytes_per_node": (rss_bytes() - before) / W5_N}))
 
 
+def one_thread(name):
+    """Whether workload `name` runs on one thread (its child process is started that way)."""
+    return name.endswith("/1t")
+
+
+def minor_faults():
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
 def run_one(name, repeats):
-    """Child process: alternate the implementations of one workload and print JSON."""
+    """Child process: alternate the implementations of one workload and print JSON.
+
+    Besides the times, records each implementation's minor page faults per round (the last round's,
+    `resource.getrusage`): a workload that reuses its buffers pays none after its first round."""
+    if one_thread(name):
+        try:
+            import torch
+
+            torch.set_num_threads(1)
+        except ImportError:
+            pass
     impls = {k: f() for k, f in workloads()[name].items() if f is not None}
     times = {k: [] for k in impls}
     extra = {k: {} for k in impls}
@@ -406,11 +501,41 @@ def run_one(name, repeats):
         run()
     for _ in range(repeats):
         for k, run in impls.items():
+            f0 = minor_faults()
             t0 = time.perf_counter()
             result = run()
             times[k].append(time.perf_counter() - t0)
+            extra[k]["faults"] = minor_faults() - f0
             extra[k]["result"] = result
     print(json.dumps({"times": times, "extra": extra}))
+
+
+def machine_limits():
+    """Child process: the FMA roof and copy bandwidth, one thread and all threads, as JSON."""
+    from tapegrad import _tapegrad as C
+
+    threads = os.cpu_count() or 1
+    out = {"threads": threads, "roof": {}, "copy": {}}
+    for isa in ("avx512", "avx2"):
+        for t in (1, threads):
+            try:
+                out["roof"][f"{isa}/{t}"] = C._roof(isa, t, 0.3)
+            except ValueError:
+                pass
+    for t in (1, threads):
+        out["copy"][str(t)] = C._copy_bandwidth(t, 256, 0.6)
+    print(json.dumps(out))
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def main():
@@ -419,7 +544,11 @@ def main():
     parser.add_argument("--repeats", type=int, default=REPEATS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--memory", help=argparse.SUPPRESS)
+    parser.add_argument("--limits", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.limits:
+        machine_limits()
+        return
     if args.child:
         run_one(args.child, args.repeats)
         return
@@ -427,12 +556,42 @@ def main():
         chain_memory(args.memory)
         return
     torch = try_import("torch")
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(f"machine: {cpu_model()} ({platform.machine()}), {os.cpu_count()} cores, Python {platform.python_version()}")
     print(f"numpy {np.__version__}; torch {torch.__version__ if torch else 'not installed (comparisons skipped)'}")
-    print(f"{'id':4} {'impl':18} {'median':>12} {'min..max':>24}  {'tapegrad/torch':>14}  notes")
+    if hasattr(os, "getloadavg"):
+        print("load average at start: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    limits = subprocess.run([sys.executable, __file__, "--limits"], capture_output=True, text=True)
+    roof = {}
+    copy_bw = {}
+    if limits.returncode == 0:
+        lim = json.loads(limits.stdout.strip().splitlines()[-1])
+        threads = lim["threads"]
+        for key, gf in lim["roof"].items():
+            isa, t = key.split("/")
+            print(f"roof  FMA float32 {isa:7} {int(t):3} thread(s) {gf:9.1f} GFLOP/s (measured together)")
+        for t, gb in lim["copy"].items():
+            print(f"copy  bandwidth           {int(t):3} thread(s) {gb:9.1f} GB/s (read + written)")
+        isa = "avx512" if "avx512/1" in lim["roof"] else "avx2"
+        one = lim["roof"].get(f"{isa}/1")
+        # The all-core roof is the cores' one-thread roofs added: measuring all threads at once
+        # needs every core free at the same moment, which a shared machine rarely gives (the
+        # all-thread line above then reads low; on a quiet machine the two agree).
+        roof = {1: one, threads: threads * one if one else None}
+        copy_bw = {1: lim["copy"].get("1"), threads: lim["copy"].get(str(threads))}
+        print(f"'of roof': GFLOP/s of the fastest round over the {isa} roof of the threads the row uses: "
+              f"{threads} x the one-thread roof = {roof[threads]:.1f} GFLOP/s (one thread for /1t rows: "
+              f"{one:.1f}); W7: GB/s over the {threads}-thread copy bandwidth")
+    else:
+        threads = os.cpu_count() or 1
+        print(f"machine limits not measured:\n{limits.stderr}")
+    print(f"{'id':18} {'impl':18} {'median':>12} {'min..max':>24}  {'tapegrad/torch':>14} {'GFLOP/s':>8} "
+          f"{'of roof':>7}  notes")
     for name in args.workloads:
+        env = dict(os.environ)
+        if one_thread(name):
+            env.update(RAYON_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
         out = subprocess.run([sys.executable, __file__, "--child", name, "--repeats", str(args.repeats)],
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, env=env)
         if out.returncode != 0:
             print(f"{name}: failed\n{out.stderr}")
             continue
@@ -444,6 +603,7 @@ def main():
                     data["extra"][k]["bytes_per_node"] = [json.loads(mem.stdout)["bytes_per_node"]]
         unit, scale = UNITS[name]
         med = {k: statistics.median(v) * scale for k, v in data["times"].items()}
+        row_roof = roof.get(1 if one_thread(name) else threads)
         for k, v in data["times"].items():
             lo, hi = min(v) * scale, max(v) * scale
             base = k.split("-")[0]
@@ -451,24 +611,31 @@ def main():
             ratio = ""
             if base == "tapegrad" and ("torch" + suffix) in med:
                 ratio = f"{med[k] / med['torch' + suffix]:.2f}"
+            gflops = frac = ""
+            if name in FLOP:
+                g = FLOP[name] / (min(v) * 1e9)
+                gflops = f"{g:.1f}"
+                frac = f"{100 * g / row_roof:.0f}%" if row_roof else ""
             notes = []
             ex = data["extra"][k]
             if name == "W1":
                 notes.append(f"final loss {ex['result']:.3g}")
-            if name == "W4":
-                notes.append(f"{W4_FLOP / (statistics.median(v) * 1e9):.1f} GFLOP/s")
             if name == "W7":
-                # parameter, gradient and two moments read, three written: 7 float32 per parameter
-                n_params = sum(a * b for a, b in zip(W4_SIZES, W4_SIZES[1:]))
-                notes.append(f"{7 * 4 * n_params / (statistics.median(v) * 1e9):.1f} GB/s of optimizer traffic")
+                gbs = W7_BYTES / (min(v) * 1e9)
+                notes.append(f"{gbs:.1f} GB/s of optimizer traffic (fastest round)")
+                if copy_bw.get(threads):
+                    frac = f"{100 * gbs / copy_bw[threads]:.0f}%"
+            if name in ("W4", "W6", "W8") and "faults" in ex:
+                notes.append(f"{ex['faults']} minor faults/round")
             if "bytes_per_node" in ex:
                 notes.append(f"{statistics.median(ex['bytes_per_node']):.0f} bytes/node")
-            print(f"{name:4} {k:18} {med[k]:10.3f} {unit:7} {lo:9.3f}..{hi:<9.3f}  {ratio:>14}  {'; '.join(notes)}")
+            print(f"{name:18} {k:18} {med[k]:10.3f} {unit:7} {lo:9.3f}..{hi:<9.3f}  {ratio:>14} {gflops:>8} "
+                  f"{frac:>7}  {'; '.join(notes)}")
         if name == "W3":
             for lib in ("tapegrad", "torch"):
                 if lib in med and lib + "-builtin" in med:
-                    print(f"{'':4} {lib + ' overhead':18} {med[lib] - med[lib + '-builtin']:10.3f} us/call  (custom minus built-in multiply)")
-
+                    print(f"{'':18} {lib + ' overhead':18} {med[lib] - med[lib + '-builtin']:10.3f} us/call  "
+                          "(custom minus built-in multiply)")
 
 if __name__ == "__main__":
     main()

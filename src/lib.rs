@@ -14,6 +14,7 @@
 //! - [`ops`]: forward kernels and their backward formulas, by family;
 //! - [`autograd`]: nodes, saved tensors, grad mode, the engine, custom operations, anomaly mode;
 //! - [`error`]: the one error enum;
+//! - [`roof`]: the machine's FMA roof and copy bandwidth, measured (for the benchmarks);
 //! - `python` (feature `python`): the PyO3 bindings.
 
 #![warn(missing_docs)]
@@ -25,6 +26,7 @@
 pub mod autograd;
 pub mod error;
 pub mod ops;
+pub mod roof;
 pub mod tensor;
 
 #[cfg(feature = "python")]

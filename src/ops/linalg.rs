@@ -45,6 +45,15 @@ trait Gemm: Float {
     unsafe fn gemm(p: Problem<Self>);
 }
 
+/// The float32 product behind `matmul` (see the module's notes on kernels).
+///
+/// # Safety
+/// As for [`Gemm::gemm`].
+pub(crate) unsafe fn f32_gemm(p: Problem<f32>) {
+    // SAFETY: the caller's contract is `Gemm::gemm`'s.
+    unsafe { <f32 as Gemm>::gemm(p) }
+}
+
 impl Gemm for f32 {
     unsafe fn gemm(p: Problem<f32>) {
         // SAFETY: the caller upholds `sgemm`'s contract, which is this function's.

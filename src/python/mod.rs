@@ -14,6 +14,7 @@ mod helpers;
 mod identity;
 mod linalg;
 mod optim;
+mod roof;
 mod tensor;
 mod tensor_arith;
 mod tensor_cell;
@@ -61,6 +62,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tensor_exchange::register(m)?;
     forward::register(m)?;
     precision::register(m)?;
+    roof::register(m)?;
     autograd::install_hooks();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);
     Ok(())
