@@ -29,8 +29,13 @@ use avx512::{MR, NR};
 const KC: usize = 384;
 const MC: usize = 1536;
 const NC: usize = 512;
-/// Below this many multiply-adds a second thread costs more than it saves.
-const PAR_MIN_WORK: usize = 1 << 20;
+/// Below this many multiply-adds a second thread costs more than it saves. Measured on a quiet
+/// 2-core Zen 5 (`benches/compare.py`, 2026-11-24): W1's 64×1000×100 (6.4M) ran at 154 GFLOP/s on two
+/// threads against 192 on one (each band packs a whole copy of the other operand, which a small
+/// product does not repay), and W1 itself went from 0.227 to 0.191 ms/step with it on one. 256³
+/// (16.8M) alone is also faster on one thread (0.129 against 0.146 ms), but W6, whose forward is a
+/// sequence of them, went from 80 to 105 ms/step when they ran serially: so the line sits between.
+const PAR_MIN_WORK: usize = 1 << 23;
 
 /// A 64-byte-aligned chunk, so packed panels start on cache-line boundaries.
 #[derive(Clone, Copy)]
