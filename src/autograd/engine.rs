@@ -810,6 +810,32 @@ fn validate(node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor
     if node.formula().accumulates_into().is_some() {
         return Ok(grads);
     }
+    fit_grads(node, grads, |i, g, meta| {
+        if g.shape() == meta.shape.as_slice() {
+            Ok(g)
+        } else if is_broadcastable_to(&meta.shape, g.shape()) {
+            g.sum_to(&meta.shape)
+        } else {
+            Err(Error::CustomFunction(format!(
+                "function {} returned an invalid gradient for {}: got shape {} but expected shape \
+                 {} (or one that sums down to it by broadcasting)",
+                node.name(),
+                node.input_name(i),
+                fmt_shape(g.shape()),
+                fmt_shape(&meta.shape)
+            )))
+        }
+    })
+}
+
+/// The checks every gradient of a node goes through, the shape check `fit` aside (the Jacobian
+/// engine's keeps a leading batch dimension): one gradient per input, none for an input without an
+/// edge or a meta, and each cast to its input's dtype.
+pub(super) fn fit_grads(
+    node: &Node,
+    grads: Vec<Option<Tensor>>,
+    fit: impl Fn(usize, Tensor, &super::node::TensorMeta) -> Result<Tensor>,
+) -> Result<Vec<Option<Tensor>>> {
     let n = node.edges.len();
     if grads.len() != n {
         return Err(Error::CustomFunction(format!(
@@ -826,20 +852,7 @@ fn validate(node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor
             if node.edges[i].is_none() {
                 return Ok(None);
             }
-            let g = if g.shape() == meta.shape.as_slice() {
-                g
-            } else if is_broadcastable_to(&meta.shape, g.shape()) {
-                g.sum_to(&meta.shape)?
-            } else {
-                return Err(Error::CustomFunction(format!(
-                    "function {} returned an invalid gradient for {}: got shape {} but expected shape \
-                     {} (or one that sums down to it by broadcasting)",
-                    node.name(),
-                    node.input_name(i),
-                    fmt_shape(g.shape()),
-                    fmt_shape(&meta.shape)
-                )));
-            };
+            let g = fit(i, g, meta)?;
             let g = if g.dtype() != meta.dtype { g.to_dtype(meta.dtype)? } else { g };
             Ok(Some(g))
         })

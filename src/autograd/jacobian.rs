@@ -308,41 +308,23 @@ fn run_batched(node: &Node, grads: Vec<Option<Tensor>>, batch: usize) -> Result<
 
 /// The engine's check of a node's gradients (count, shape, dtype), with the batch dimension kept.
 fn fit_all(node: &Node, grads: Vec<Option<Tensor>>, batch: usize) -> Result<Vec<Option<Tensor>>> {
-    let n = node.edges.len();
-    if grads.len() != n {
-        return Err(Error::CustomFunction(format!(
-            "function {} returned an incorrect number of gradients (expected {n}, got {})",
-            node.name(),
-            grads.len()
-        )));
-    }
-    grads
-        .into_iter()
-        .enumerate()
-        .map(|(i, g)| {
-            let (Some(g), Some(meta)) = (g, &node.input_meta[i]) else { return Ok(None) };
-            if node.edges[i].is_none() {
-                return Ok(None);
-            }
-            let inner = g.shape().get(1..).unwrap_or(&[]);
-            let g = if g.ndim() >= 1 && g.shape()[0] == batch && inner == meta.shape.as_slice() {
-                g
-            } else if g.ndim() >= 1 && g.shape()[0] == batch && is_broadcastable_to(&meta.shape, inner) {
-                g.sum_to_batched(&meta.shape)?
-            } else {
-                return Err(Error::CustomFunction(format!(
-                    "function {} returned an invalid gradient for {}: got shape {} for a batch of {batch} \
-                     gradients of shape {}",
-                    node.name(),
-                    node.input_name(i),
-                    fmt_shape(g.shape()),
-                    fmt_shape(&meta.shape)
-                )));
-            };
-            let g = if g.dtype() != meta.dtype { g.to_dtype(meta.dtype)? } else { g };
-            Ok(Some(g))
-        })
-        .collect()
+    super::engine::fit_grads(node, grads, |i, g, meta| {
+        let inner = g.shape().get(1..).unwrap_or(&[]);
+        if g.ndim() >= 1 && g.shape()[0] == batch && inner == meta.shape.as_slice() {
+            Ok(g)
+        } else if g.ndim() >= 1 && g.shape()[0] == batch && is_broadcastable_to(&meta.shape, inner) {
+            g.sum_to_batched(&meta.shape)
+        } else {
+            Err(Error::CustomFunction(format!(
+                "function {} returned an invalid gradient for {}: got shape {} for a batch of {batch} \
+                 gradients of shape {}",
+                node.name(),
+                node.input_name(i),
+                fmt_shape(g.shape()),
+                fmt_shape(&meta.shape)
+            )))
+        }
+    })
 }
 
 /// Whether the graph behind `roots` has a node whose formula is a user's custom operation (a
