@@ -36,12 +36,12 @@ use crate::error::{Error, Result};
 use crate::tensor::layout::{fmt_shape, is_broadcastable_to};
 use crate::tensor::Tensor;
 
-type NodeId = usize;
+pub(super) type NodeId = usize;
 
 /// The engine's maps are keyed by node addresses: a multiply-and-fold hash of one word is enough,
 /// and std's SipHash took a few percent of a small graph's backward (measured on W2).
 #[derive(Default)]
-struct NodeIdHasher(u64);
+pub(super) struct NodeIdHasher(u64);
 
 impl Hasher for NodeIdHasher {
     fn finish(&self) -> u64 {
@@ -60,8 +60,8 @@ impl Hasher for NodeIdHasher {
     }
 }
 
-type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<NodeIdHasher>>;
-type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<NodeIdHasher>>;
+pub(super) type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<NodeIdHasher>>;
+pub(super) type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<NodeIdHasher>>;
 
 /// Gradients by slot (one per input of the node that receives them); None where none arrived.
 type Grads = Vec<Option<Tensor>>;
@@ -69,7 +69,7 @@ type Grads = Vec<Option<Tensor>>;
 /// A node of a batch that runs, with the gradients it receives.
 type Job = (Arc<Node>, Grads);
 
-fn id(node: &Arc<Node>) -> NodeId {
+pub(super) fn id(node: &Arc<Node>) -> NodeId {
     Arc::as_ptr(node) as usize
 }
 
@@ -449,28 +449,35 @@ struct GraphTask {
     batches: usize,
 }
 
+/// The nodes reachable from `seeds` (walked iteratively, by address) and, for each, the number of
+/// edges that reach it: the scheduler's dependency counts.
+pub(super) fn discover_graph(seeds: &[(Edge, Tensor)]) -> (HashMap<NodeId, Arc<Node>>, HashMap<NodeId, usize>) {
+    let mut nodes: HashMap<NodeId, Arc<Node>> = HashMap::default();
+    let mut deps: HashMap<NodeId, usize> = HashMap::default();
+    let mut stack: Vec<Arc<Node>> = Vec::new();
+    for (edge, _) in seeds {
+        if nodes.insert(id(&edge.node), edge.node.clone()).is_none() {
+            stack.push(edge.node.clone());
+        }
+    }
+    while let Some(node) = stack.pop() {
+        for edge in node.edges.iter().flatten() {
+            let nid = id(&edge.node);
+            *deps.entry(nid).or_insert(0) += 1;
+            if let std::collections::hash_map::Entry::Vacant(slot) = nodes.entry(nid) {
+                slot.insert(edge.node.clone());
+                stack.push(edge.node.clone());
+            }
+        }
+    }
+    (nodes, deps)
+}
+
 impl GraphTask {
     /// 2. Discover: walks the graph from the roots (iteratively) and counts, for every node, the
     ///    edges that reach it.
     fn discover(seeds: &[(Edge, Tensor)], retain_graph: bool, create_graph: bool) -> GraphTask {
-        let mut nodes: HashMap<NodeId, Arc<Node>> = HashMap::default();
-        let mut deps: HashMap<NodeId, usize> = HashMap::default();
-        let mut stack: Vec<Arc<Node>> = Vec::new();
-        for (edge, _) in seeds {
-            if nodes.insert(id(&edge.node), edge.node.clone()).is_none() {
-                stack.push(edge.node.clone());
-            }
-        }
-        while let Some(node) = stack.pop() {
-            for edge in node.edges.iter().flatten() {
-                let nid = id(&edge.node);
-                *deps.entry(nid).or_insert(0) += 1;
-                if let std::collections::hash_map::Entry::Vacant(slot) = nodes.entry(nid) {
-                    slot.insert(edge.node.clone());
-                    stack.push(edge.node.clone());
-                }
-            }
-        }
+        let (nodes, deps) = discover_graph(seeds);
         GraphTask {
             retain_graph,
             create_graph,

@@ -17,7 +17,7 @@
 //! capture at, anomaly mode, or, when the rows must be differentiable, a formula that cannot be
 //! differentiated twice.
 
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use super::grad_mode::GradModeGuard;
@@ -26,11 +26,7 @@ use crate::error::{Error, Result};
 use crate::tensor::layout::{fmt_shape, is_broadcastable_to};
 use crate::tensor::Tensor;
 
-type NodeId = usize;
-
-fn id(node: &Arc<Node>) -> NodeId {
-    Arc::as_ptr(node) as usize
-}
+use super::engine::{discover_graph, id, HashMap, HashSet, NodeId};
 
 /// The rows of the Jacobian of `roots` with respect to `inputs`: for each input, a tensor of
 /// shape `[rows, *input.shape]` whose row `r` is the gradient of output element `r`, the output
@@ -134,24 +130,7 @@ fn rows_between(
     }
 
     // Discover the graph and count the edges that reach each node.
-    let mut nodes: HashMap<NodeId, Arc<Node>> = HashMap::new();
-    let mut deps: HashMap<NodeId, usize> = HashMap::new();
-    let mut stack: Vec<Arc<Node>> = Vec::new();
-    for (edge, _) in &seeds {
-        if nodes.insert(id(&edge.node), edge.node.clone()).is_none() {
-            stack.push(edge.node.clone());
-        }
-    }
-    while let Some(node) = stack.pop() {
-        for edge in node.edges.iter().flatten() {
-            let nid = id(&edge.node);
-            *deps.entry(nid).or_insert(0) += 1;
-            if let std::collections::hash_map::Entry::Vacant(slot) = nodes.entry(nid) {
-                slot.insert(edge.node.clone());
-                stack.push(edge.node.clone());
-            }
-        }
-    }
+    let (nodes, mut deps) = discover_graph(&seeds);
     let is_target: HashSet<NodeId> =
         targets.iter().flatten().map(|e| id(&e.node)).filter(|n| nodes.contains_key(n)).collect();
     let must_run = leading_to(&nodes, &is_target);
@@ -166,7 +145,7 @@ fn rows_between(
         }
     }
 
-    let mut buffers: HashMap<NodeId, Vec<Option<Tensor>>> = HashMap::new();
+    let mut buffers: HashMap<NodeId, Vec<Option<Tensor>>> = HashMap::default();
     for (edge, g) in seeds {
         add_to_buffer(&mut buffers, &edge, g)?;
     }
@@ -218,7 +197,7 @@ fn priority(node: &Node) -> u64 {
 
 /// The nodes that must run for a gradient to reach a target below them.
 fn leading_to(nodes: &HashMap<NodeId, Arc<Node>>, targets: &HashSet<NodeId>) -> HashSet<NodeId> {
-    let mut memo: HashMap<NodeId, bool> = HashMap::new();
+    let mut memo: HashMap<NodeId, bool> = HashMap::default();
     for start in nodes.values() {
         if memo.contains_key(&id(start)) {
             continue;
@@ -331,7 +310,7 @@ fn fit_all(node: &Node, grads: Vec<Option<Tensor>>, batch: usize) -> Result<Vec<
 /// `Function` written in Python): `jacfwd` then pushes tangents through its forward rule, column
 /// by column, rather than differentiating its backward formula.
 pub fn reaches_custom(roots: &[Tensor]) -> bool {
-    let mut seen: HashSet<NodeId> = HashSet::new();
+    let mut seen: HashSet<NodeId> = HashSet::default();
     let mut stack: Vec<Arc<Node>> = roots.iter().filter_map(Tensor::grad_fn).collect();
     while let Some(node) = stack.pop() {
         if !seen.insert(id(&node)) {
