@@ -787,8 +787,31 @@ def op_getitem(p):
     if e is not None and not ok and not any(isinstance(x, (bool, np.bool_)) or (isinstance(x, tg.Tensor) and x.dtype is tg.bool)
                                             for x in (key if isinstance(key, tuple) else (key,))):
         p.fail(f"a[{key!r:.80}] of {an.shape} raised {type(r).__name__}: {r}; NumPy gives {np.shape(e)}")
-    if ok and e is not None:
+    if ok and e is not None and not int_apart_from_array(key):
         close(snap(p, r), e, a.dtype, "getitem values", p)
+
+
+def int_apart_from_array(key):
+    """Whether `key` holds an integer and an array or mask index with a slice, `...` or None between
+    them. NumPy then counts the integer as an advanced index and puts the broadcast dimensions first;
+    PyTorch (the reference) applies the integer as a basic index: `torch.zeros(3, 1, 2)[0, ..., mask]`
+    with an all-False mask of 2 has shape (1, 0), NumPy's (0, 1). NumPy is no oracle for that shape."""
+    if not isinstance(key, tuple):
+        return False
+    kinds = []
+    for x in key:
+        if isinstance(x, (bool, np.bool_)):
+            kinds.append("array")
+        elif isinstance(x, (int, np.integer)):
+            kinds.append("int")
+        elif x is None or x is Ellipsis or isinstance(x, slice):
+            kinds.append("basic")
+        else:
+            kinds.append("array")
+    if "int" not in kinds or "array" not in kinds:
+        return False
+    advanced = [i for i, k in enumerate(kinds) if k != "basic"]
+    return any(kinds[i] == "basic" for i in range(advanced[0], advanced[-1] + 1))
 
 
 def op_setitem(p):
