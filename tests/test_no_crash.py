@@ -839,6 +839,8 @@ def op_setitem(p):
         p.fail("item assignment to a leaf that requires grad succeeded")
     if nk is None or not (a.dtype in (tg.float32, tg.float64) or CATEGORY[result_dtype([vn])] <= CATEGORY[a.dtype]):
         return
+    if np.ndim(vn) > 0 and int_apart_from_array(key):
+        return  # NumPy orders the indexed dimensions otherwise, so a value broadcasts differently
     e = an.copy()
     target = np_or_none(lambda: e[nk])
     if target is None:
