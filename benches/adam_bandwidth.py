@@ -9,22 +9,13 @@ exp_avg_sq read; param, exp_avg, exp_avg_sq written), 2 × the size for a copy.
 
 import argparse
 import threading
-import time
 
 import numpy as np
+from timing import best_of
 
 import tapegrad as tg
 
 W4_SIZES = (1024, 4096, 4096, 1024)
-
-
-def best_of(fn, reps):
-    best = float("inf")
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def main():

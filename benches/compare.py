@@ -31,6 +31,7 @@ import sys
 import time
 
 import numpy as np
+from timing import cpu_model
 
 REPEATS = 5
 
@@ -525,17 +526,6 @@ def machine_limits():
     for t in (1, threads):
         out["copy"][str(t)] = C._copy_bandwidth(t, 256, 0.6)
     print(json.dumps(out))
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main():

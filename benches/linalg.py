@@ -6,21 +6,15 @@ Prints milliseconds per call for each operation at n×n (default 512).
 """
 
 import sys
-import time
 
 import numpy as np
+from timing import best_of
 
 import tapegrad as tg
 
 
 def best(fn, repeat=5):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times) * 1e3
+    return best_of(fn, repeat, warmup=True) * 1e3
 
 
 def main():

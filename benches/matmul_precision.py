@@ -7,25 +7,14 @@ minimum over the rounds, so that load from other processes hits both alike.
 """
 
 import argparse
-import platform
-import time
 
 import numpy as np
+from timing import best_of as timed
+from timing import cpu_model
 
 import tapegrad as tg
 
 W4_SIZES, W4_BATCH = (1024, 4096, 4096, 1024), 256
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def products():
@@ -44,15 +33,6 @@ def operand(rng, rows, cols, transposed):
     if transposed:
         return tg.from_numpy(rng.standard_normal((cols, rows)).astype(np.float32)).t()
     return tg.from_numpy(rng.standard_normal((rows, cols)).astype(np.float32))
-
-
-def timed(fn, reps):
-    best = float("inf")
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def w4_step():
