@@ -14,6 +14,7 @@
 //! - [`ops`]: forward kernels and their backward formulas, by family;
 //! - [`autograd`]: nodes, saved tensors, grad mode, the engine, custom operations, anomaly mode;
 //! - [`error`]: the one error enum;
+//! - [`parallel`]: the thread pool of the parallel kernels (and how it survives `fork`);
 //! - [`roof`]: the machine's FMA roof and copy bandwidth, measured (for the benchmarks);
 //! - `python` (feature `python`): the PyO3 bindings.
 
@@ -26,6 +27,7 @@
 pub mod autograd;
 pub mod error;
 pub mod ops;
+pub mod parallel;
 pub mod roof;
 pub mod tensor;
 

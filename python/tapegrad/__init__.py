@@ -470,6 +470,11 @@ from ._precision import get_float32_matmul_precision, set_float32_matmul_precisi
 
 __all__ += ["set_float32_matmul_precision", "get_float32_matmul_precision"]
 
+# The thread pool's size; parallel work survives fork() (src/parallel.rs, NOTE [A pool of our own]).
+from ._threads import get_num_threads, set_num_threads  # noqa: E402
+
+__all__ += ["set_num_threads", "get_num_threads"]
+
 # ops15c (issue 15): function forms of in-place methods that PyTorch also has as functions.
 from ._random import detach_, exp_, index_put_, neg_, relu_, sigmoid_, sqrt_, tanh_  # noqa: E402
 

@@ -638,13 +638,15 @@ impl GraphTask {
         let create_graph = self.create_graph;
         if jobs.len() > 1 && parallel_enabled() {
             let callbacks = CURRENT_CALLBACKS.with(|c| c.borrow().clone());
-            jobs.into_par_iter()
-                .map(|(node, grads)| {
-                    let _mode = GradModeGuard::new(create_graph);
-                    let _callbacks = CallbacksGuard(CURRENT_CALLBACKS.with(|c| c.replace(callbacks.clone())));
-                    call_node(&node, grads, create_graph)
-                })
-                .collect()
+            crate::parallel::install(|| {
+                jobs.into_par_iter()
+                    .map(|(node, grads)| {
+                        let _mode = GradModeGuard::new(create_graph);
+                        let _callbacks = CallbacksGuard(CURRENT_CALLBACKS.with(|c| c.replace(callbacks.clone())));
+                        call_node(&node, grads, create_graph)
+                    })
+                    .collect()
+            })
         } else {
             jobs.into_iter().map(|(node, grads)| call_node(&node, grads, create_graph)).collect()
         }
@@ -704,7 +706,7 @@ pub fn set_parallel_backward(flag: bool) -> bool {
 }
 
 fn parallel_enabled() -> bool {
-    PARALLEL.load(std::sync::atomic::Ordering::Relaxed) && rayon::current_num_threads() > 1
+    PARALLEL.load(std::sync::atomic::Ordering::Relaxed) && crate::parallel::threads() > 1
 }
 
 /// For each node: must it run so that a gradient reaches a capture target below it?

@@ -99,7 +99,7 @@ pub(crate) fn unary_f32(op: Unary, src: &[f32]) -> Option<Vec<f32>> {
     let dst = &mut out.spare_capacity_mut()[..src.len()];
     let run = |d: &mut [MaybeUninit<f32>], s: &[f32]| chunk(op, f, d, s);
     if src.len() >= PARALLEL {
-        dst.par_chunks_mut(CHUNK).zip(src.par_chunks(CHUNK)).for_each(|(d, s)| run(d, s));
+        crate::parallel::install(|| dst.par_chunks_mut(CHUNK).zip(src.par_chunks(CHUNK)).for_each(|(d, s)| run(d, s)));
     } else {
         run(dst, src);
     }

@@ -44,7 +44,7 @@ fn collect_map<T: Copy + Sync, U: Send>(src: &[T], cost: Cost, f: impl Fn(T) -> 
     let dst = &mut out.spare_capacity_mut()[..src.len()];
     let run = |d: &mut [std::mem::MaybeUninit<U>], s: &[T]| d.iter_mut().zip(s).for_each(|(d, &x)| _ = d.write(f(x)));
     if cost.parallel(src.len()) {
-        dst.par_chunks_mut(CHUNK).zip(src.par_chunks(CHUNK)).for_each(|(d, s)| run(d, s));
+        crate::parallel::install(|| dst.par_chunks_mut(CHUNK).zip(src.par_chunks(CHUNK)).for_each(|(d, s)| run(d, s)));
     } else {
         run(dst, src);
     }
@@ -62,9 +62,11 @@ fn collect_zip<T: Copy + Sync, U: Send>(a: &[T], b: &[T], cost: Cost, f: impl Fn
         d.iter_mut().zip(a.iter().zip(b)).for_each(|(d, (&x, &y))| _ = d.write(f(x, y)))
     };
     if cost.parallel(n) {
-        dst.par_chunks_mut(CHUNK)
-            .zip(a[..n].par_chunks(CHUNK).zip(b[..n].par_chunks(CHUNK)))
-            .for_each(|(d, (a, b))| run(d, a, b));
+        crate::parallel::install(|| {
+            dst.par_chunks_mut(CHUNK)
+                .zip(a[..n].par_chunks(CHUNK).zip(b[..n].par_chunks(CHUNK)))
+                .for_each(|(d, (a, b))| run(d, a, b))
+        });
     } else {
         run(dst, &a[..n], &b[..n]);
     }
@@ -77,7 +79,7 @@ fn collect_zip<T: Copy + Sync, U: Send>(a: &[T], b: &[T], cost: Cost, f: impl Fn
 pub(crate) fn map_in_place<T: Copy + Send + Sync>(d: &mut [T], cost: Cost, f: impl Fn(T) -> T + Sync + Send) {
     let run = |d: &mut [T]| d.iter_mut().for_each(|x| *x = f(*x));
     if cost.parallel(d.len()) {
-        d.par_chunks_mut(CHUNK).for_each(run);
+        crate::parallel::install(|| d.par_chunks_mut(CHUNK).for_each(run));
     } else {
         run(d);
     }
@@ -92,7 +94,7 @@ pub(crate) fn zip_in_place<T: Copy + Send + Sync>(
 ) {
     let run = |d: &mut [T], s: &[T]| d.iter_mut().zip(s).for_each(|(x, &y)| *x = f(*x, y));
     if cost.parallel(d.len()) {
-        d.par_chunks_mut(CHUNK).zip(s.par_chunks(CHUNK)).for_each(|(d, s)| run(d, s));
+        crate::parallel::install(|| d.par_chunks_mut(CHUNK).zip(s.par_chunks(CHUNK)).for_each(|(d, s)| run(d, s)));
     } else {
         run(d, s);
     }
@@ -145,7 +147,7 @@ pub(crate) fn zip_cost<T: Element, U: Element>(
             let vb = vb.broadcast(IxDyn(&shape)).ok_or_else(|| Error::shape("broadcast failed"))?;
             let zipped = Zip::from(&va).and(&vb);
             Ok(Tensor::from_array(if cost.parallel(va.len()) {
-                zipped.par_map_collect(|&x, &y| f(x, y))
+                crate::parallel::install(|| zipped.par_map_collect(|&x, &y| f(x, y)))
             } else {
                 zipped.map_collect(|&x, &y| f(x, y))
             }))

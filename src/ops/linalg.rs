@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::tensor::element::Float;
 use crate::tensor::layout::{broadcast_shapes, fmt_shape};
 use crate::tensor::Tensor;
+use rayon::prelude::*;
 
 /// The operands of one multiply `C = A · B`: an m×k `A` and a k×n `B` with element strides, and a
 /// row-major m×n `C` with row stride `ldc`. Raw pointers, so that `super::gemm` can hand bands of
@@ -71,11 +72,63 @@ impl Gemm for f32 {
 
 impl Gemm for f64 {
     unsafe fn gemm(p: Problem<f64>) {
-        // SAFETY: the caller upholds `matrixmultiply::dgemm`'s contract, which is this function's.
-        unsafe {
-            matrixmultiply::dgemm(p.m, p.k, p.n, 1.0, p.a, p.rsa, p.csa, p.b, p.rsb, p.csb, 0.0, p.c, p.ldc as isize, 1)
-        }
+        // SAFETY: the caller's contract is `in_row_bands`'s, and `serial_dgemm`'s below.
+        unsafe { in_row_bands(p, serial_dgemm) }
     }
+}
+
+/// One thread's `matrixmultiply::dgemm`.
+///
+/// # Safety
+/// As for [`Gemm::gemm`].
+unsafe fn serial_dgemm(p: Problem<f64>) {
+    // SAFETY: the caller upholds `matrixmultiply::dgemm`'s contract, which is this function's.
+    unsafe {
+        matrixmultiply::dgemm(p.m, p.k, p.n, 1.0, p.a, p.rsa, p.csa, p.b, p.rsb, p.csb, 0.0, p.c, p.ldc as isize, 1)
+    }
+}
+
+/// Below this many multiply-adds a product runs on one thread.
+const BANDS_MIN_WORK: usize = 1 << 21;
+
+/// A band of rows of a [`Problem`], sent to a thread of the pool.
+struct Band<T>(Problem<T>);
+// SAFETY: bands are disjoint rows of `C`; `A` and `B` are only read.
+unsafe impl<T> Send for Band<T> {}
+// SAFETY: as for `Send`.
+unsafe impl<T> Sync for Band<T> {}
+
+/// `serial` over bands of rows of `C`, one per thread of tapegrad's pool (`parallel.rs`), for a
+/// library kernel used without its own threads: `matrixmultiply`'s threads (its `threading`
+/// feature) would not survive `fork()` (NOTE [A pool of our own]).
+///
+/// # Safety
+/// As for [`Gemm::gemm`], and `serial` must be sound for every band of rows of a valid problem.
+pub(crate) unsafe fn in_row_bands<T: Copy>(p: Problem<T>, serial: unsafe fn(Problem<T>)) {
+    let threads = crate::parallel::threads();
+    if threads < 2 || p.m < 2 * threads || p.m * p.k * p.n < BANDS_MIN_WORK {
+        // SAFETY: the caller's contract.
+        return unsafe { serial(p) };
+    }
+    let per = p.m.div_ceil(threads);
+    let whole = Band(p);
+    crate::parallel::install(|| {
+        (0..threads).into_par_iter().for_each(|t| {
+            let whole = &whole;
+            let r0 = t * per;
+            if r0 < whole.0.m {
+                let rows = per.min(whole.0.m - r0);
+                let band = Problem {
+                    m: rows,
+                    a: whole.0.a.wrapping_offset(r0 as isize * whole.0.rsa),
+                    c: whole.0.c.wrapping_add(r0 * whole.0.ldc),
+                    ..whole.0
+                };
+                // SAFETY: rows `r0..r0+rows` of the caller's valid problem; bands are disjoint.
+                unsafe { serial(band) }
+            }
+        })
+    });
 }
 
 /// `out[b] = a[b] @ b[b]` over a batch (a 2-D operand is shared by every batch entry).

@@ -364,7 +364,7 @@ fn run_direct<T: Float>(rule: &Rule, slots: &[Slot], scalars: &[[f64; 2]], direc
         }
     }
     if total >= PARALLEL_ELEMENTS {
-        pieces.into_par_iter().for_each(|p| update(rule, p));
+        crate::parallel::install(|| pieces.into_par_iter().for_each(|p| update(rule, p)));
     } else {
         pieces.into_iter().for_each(|p| update(rule, p));
     }

@@ -32,6 +32,8 @@ mod tensor_sort;
 mod tensor_unary;
 // bf16 (issue 19): the float32 matmul precision setting.
 mod precision;
+// The size of the thread pool (set_num_threads / get_num_threads).
+mod threads;
 
 use pyo3::prelude::*;
 
@@ -63,6 +65,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     forward::register(m)?;
     precision::register(m)?;
     roof::register(m)?;
+    threads::register(m)?;
     autograd::install_hooks();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);
     Ok(())

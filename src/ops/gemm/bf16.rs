@@ -97,7 +97,7 @@ pub(crate) unsafe fn sgemm(p: Problem<f32>) {
         }
         return;
     }
-    let threads = rayon::current_num_threads();
+    let threads = crate::parallel::threads();
     let (row_panels, col_panels) = (m.div_ceil(MR), n.div_ceil(NR));
     if threads < 2 || m * n * k < PAR_MIN_WORK || row_panels.max(col_panels) < 2 {
         // SAFETY: the caller's contract is `serial`'s.
@@ -111,15 +111,17 @@ pub(crate) unsafe fn sgemm(p: Problem<f32>) {
     let parts = threads.min(panels);
     let per = panels.div_ceil(parts) * width;
     let whole = Band(p);
-    (0..parts).into_par_iter().for_each(|t| {
-        let start = t * per;
-        if start < len {
-            let size = per.min(len - start);
-            let band = if by_cols { whole.cols(start, size) } else { whole.rows(start, size) };
-            // SAFETY: the CPU features are the caller's precondition; each band is a sub-block of
-            // the caller's valid operands, and bands are disjoint ranges of rows or columns of `C`.
-            unsafe { serial(band.0) }
-        }
+    crate::parallel::install(|| {
+        (0..parts).into_par_iter().for_each(|t| {
+            let start = t * per;
+            if start < len {
+                let size = per.min(len - start);
+                let band = if by_cols { whole.cols(start, size) } else { whole.rows(start, size) };
+                // SAFETY: the CPU features are the caller's precondition; each band is a sub-block of
+                // the caller's valid operands, and bands are disjoint ranges of rows or columns of `C`.
+                unsafe { serial(band.0) }
+            }
+        })
     });
 }
 

@@ -98,13 +98,11 @@ pub(crate) unsafe fn sgemm(p: Problem<f32>) {
     }
     if !std::arch::is_x86_feature_detected!("avx512f") || k == 0 {
         // SAFETY: the caller's contract is `matrixmultiply::sgemm`'s (with beta 0, `C` is only
-        // written).
-        unsafe {
-            matrixmultiply::sgemm(m, k, n, 1.0, p.a, p.rsa, p.csa, p.b, p.rsb, p.csb, 0.0, p.c, p.ldc as isize, 1)
-        };
+        // written), on every band of rows.
+        unsafe { super::linalg::in_row_bands(p, serial_fallback) };
         return;
     }
-    let threads = rayon::current_num_threads();
+    let threads = crate::parallel::threads();
     let (row_panels, col_panels) = (m.div_ceil(MR), n.div_ceil(NR));
     if threads < 2 || m * n * k < PAR_MIN_WORK || row_panels.max(col_panels) < 2 {
         // SAFETY: AVX-512F was detected above; the operands are the caller's.
@@ -125,15 +123,28 @@ pub(crate) unsafe fn sgemm(p: Problem<f32>) {
     let (panels, width, len) = if by_cols { (col_panels, NR, n) } else { (row_panels, MR, m) };
     let parts = threads.min(panels);
     let per = panels.div_ceil(parts) * width;
-    (0..parts).into_par_iter().for_each(|t| {
-        let start = t * per;
-        if start < len {
-            let size = per.min(len - start);
-            // SAFETY: AVX-512F was detected above; each band is a sub-block of the caller's valid
-            // operands, and bands are disjoint ranges of rows or columns of `C`.
-            unsafe { serial(if width == NR { p.cols(start, size) } else { p.rows(start, size) }) }
-        }
+    crate::parallel::install(|| {
+        (0..parts).into_par_iter().for_each(|t| {
+            let start = t * per;
+            if start < len {
+                let size = per.min(len - start);
+                // SAFETY: AVX-512F was detected above; each band is a sub-block of the caller's valid
+                // operands, and bands are disjoint ranges of rows or columns of `C`.
+                unsafe { serial(if width == NR { p.cols(start, size) } else { p.rows(start, size) }) }
+            }
+        })
     });
+}
+
+/// One thread's `matrixmultiply::sgemm`, where AVX-512 is absent.
+///
+/// # Safety
+/// As for `sgemm`.
+unsafe fn serial_fallback(p: Problem<f32>) {
+    // SAFETY: the caller's contract is `matrixmultiply::sgemm`'s (with beta 0, `C` is only written).
+    unsafe {
+        matrixmultiply::sgemm(p.m, p.k, p.n, 1.0, p.a, p.rsa, p.csa, p.b, p.rsb, p.csb, 0.0, p.c, p.ldc as isize, 1)
+    }
 }
 
 /// One thread's multiply: pack, then sweep the micro-kernel over the blocks.
