@@ -98,8 +98,8 @@ struct PyFunctionOp {
     backward_attr: Py<PyString>,
     ctx: Py<PyCtx>,
     args: Option<Py<PyTuple>>,
-    /// The tensor arguments as the caller gave them (forward sees them detached); emptied when
-    /// forward returns.
+    /// The tensor arguments as the caller gave them (forward sees these same objects); emptied
+    /// when forward returns.
     originals: Vec<Tensor>,
     names: Arc<[String]>,
     tensor_pos: Vec<usize>,
@@ -134,7 +134,9 @@ impl PyFunctionOp {
         for (j, a) in args.iter().enumerate() {
             if self.tensor_pos.get(k) == Some(&j) {
                 needs[j] = fctx.needs_input_grad(k);
-                call.push(PyTensor::wrap(py, inputs[k].clone())?.into_any());
+                // As PyTorch: forward gets the caller's own tensor objects (grad mode is off), not
+                // new detached ones (NOTE [Forward sees the caller's tensors]).
+                call.push(a.unbind());
                 k += 1;
             } else {
                 call.push(a.unbind());
@@ -376,6 +378,17 @@ impl CustomOp for PyFunctionOp {
 
     fn forward(&mut self, ctx: &mut ForwardCtx, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
         Python::attach(|py| self.forward_py(py, ctx, inputs)).map_err(external)
+    }
+
+    // NOTE [Forward sees the caller's tensors]: as in PyTorch, `forward` receives the tensor
+    // objects the caller passed (with their history and `requires_grad`), under no_grad; what it
+    // computes from them has no history, an input it returns unchanged becomes a new output object
+    // (an alias: `ForwardRun::output_handles`), and what it does to them on purpose (a hook, an
+    // in-place write marked dirty, a backward under enable_grad) reaches the caller's tensors as in
+    // PyTorch. Until issue 19 forward got detached copies (one tensor and one Python object per
+    // argument per call; README listed it as a difference).
+    fn detach_inputs(&self) -> bool {
+        false
     }
 
     fn backward(&self, _ctx: &BackwardCtx<'_>, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
