@@ -64,6 +64,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     precision::register(m)?;
     roof::register(m)?;
     autograd::install_hooks();
+    gateway::install_host_lock();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);
     Ok(())
 }
