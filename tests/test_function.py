@@ -1197,3 +1197,58 @@ def test_saved_tensors_are_read_freely_by_default():
     x = f64([3.0], requires_grad=True)
     Twice.apply(x).backward()
     assert x.grad.item() == 6.0
+
+
+class _Tagged(tg.Function):
+    """Returns (x * 3, "inner"); its jvp is 3 * t."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 3, "inner"
+
+    @staticmethod
+    def jvp(ctx, t):
+        return t * 3, None
+
+    @staticmethod
+    def backward(ctx, g, _none):
+        return g * 3
+
+
+class _Outer(tg.Function):
+    """Calls _Tagged.apply in its forward and in its jvp; returns (x * 2, "outer")."""
+
+    @staticmethod
+    def forward(ctx, x):
+        inner, tag = _Tagged.apply(x)
+        assert tag == "inner"
+        return inner - x, "outer"
+
+    @staticmethod
+    def jvp(ctx, t):
+        inner, tag = _Tagged.apply(t)
+        assert tag == "inner"
+        return inner - t, None
+
+    @staticmethod
+    def backward(ctx, g, _none):
+        return g * 2
+
+
+def test_apply_inside_forward_and_jvp_returns_each_calls_own_values():
+    # Each apply hands its forward's own return value back to its caller, also when another apply
+    # runs inside its forward or its jvp (closed form: y = 2x, tangent 2t).
+    import tapegrad.autograd.forward_ad as fwAD
+
+    x = f64([1.0, 2.0], requires_grad=True)
+    y, tag = _Outer.apply(x)
+    assert tag == "outer" and y.tolist() == [2.0, 4.0]
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+    with fwAD.dual_level():
+        d = fwAD.make_dual(f64([1.0, 2.0]), f64([1.0, -1.0]))
+        y, tag = _Outer.apply(d)
+        assert tag == "outer"
+        primal, tangent = fwAD.unpack_dual(y)
+        assert primal.tolist() == [2.0, 4.0]
+        assert tangent.tolist() == [2.0, -2.0]

@@ -210,8 +210,11 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
     // moved on).
     let edges: super::node::Edges =
         if any_needs { inputs.iter().map(super::node::gradient_edge).collect() } else { super::node::Edges::new() };
-    let detached: Vec<Tensor> =
-        if op.detach_inputs() { inputs.iter().map(|t| t.detach()).collect() } else { inputs.to_vec() };
+    let detached: Cow<'_, [Tensor]> = if op.detach_inputs() {
+        Cow::Owned(inputs.iter().map(|t| t.detach()).collect())
+    } else {
+        Cow::Borrowed(inputs)
+    };
     let versions_before: smallvec::SmallVec<[u64; 4]> = inputs.iter().map(|t| t.version()).collect();
     let raw = {
         let _off = GradModeGuard::no_grad();
@@ -294,7 +297,8 @@ fn forward_mode<Op: CustomOp>(op: &Op, inputs: &[Tensor], outputs: &[Tensor], di
 /// what it returned, and which inputs it marked dirty.
 struct ForwardRun<'a> {
     inputs: &'a [Tensor],
-    detached: Vec<Tensor>,
+    /// The inputs themselves when `forward` got them as they are (`CustomOp::detach_inputs`).
+    detached: Cow<'a, [Tensor]>,
     raw: Vec<Tensor>,
     dirty_inputs: Vec<usize>,
 }
