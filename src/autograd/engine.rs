@@ -92,12 +92,15 @@ pub fn set_interrupt_hook(hook: fn() -> Result<()>) {
 // reentrant run's worker thread. The lock
 // order stays the GIL before a tensor's lock, never the other way (NOTE [No Python under a tensor
 // lock]).
+/// A way of running a closure with or without the host's lock.
+pub type HostLockCall = fn(&mut (dyn FnMut() + Send));
+
 /// The lock of the interpreter the engine runs for (Python's GIL), as the binding gives it.
 pub struct HostLock {
     /// Runs the closure holding the lock (taking it if this thread does not hold it).
-    pub with: fn(&mut (dyn FnMut() + Send)),
+    pub with: HostLockCall,
     /// Runs the closure without the lock if this thread holds it (else just runs it).
-    pub without: fn(&mut (dyn FnMut() + Send)),
+    pub without: HostLockCall,
 }
 
 static HOST_LOCK: std::sync::OnceLock<HostLock> = std::sync::OnceLock::new();
@@ -111,7 +114,7 @@ pub fn set_host_lock(lock: HostLock) {
 }
 
 /// Runs `f` through `HostLock::with` or `without` (chosen by `pick`); just runs it without a host.
-fn host_lock_call<R: Send>(pick: fn(&HostLock) -> fn(&mut (dyn FnMut() + Send)), f: impl FnOnce() -> R + Send) -> R {
+fn host_lock_call<R: Send>(pick: fn(&HostLock) -> HostLockCall, f: impl FnOnce() -> R + Send) -> R {
     let Some(lock) = HOST_LOCK.get() else { return f() };
     let mut f = Some(f);
     let mut out = None;
