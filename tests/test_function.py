@@ -15,7 +15,7 @@ def f64(data, requires_grad=False):
     return tg.tensor(np.asarray(data, dtype=np.float64), requires_grad=requires_grad)
 
 
-# --- apply: argument binding, detached inputs, grad mode --------------------------------------------
+# --- apply: argument binding, the caller's inputs, grad mode ------------------------------------------
 
 
 class Affine(tg.Function):
@@ -79,6 +79,7 @@ class Probe(tg.Function):
     @staticmethod
     def forward(ctx, x):
         Probe.seen.update(
+            obj=x,
             requires_grad=x.requires_grad,
             grad_fn=x.grad_fn,
             is_leaf=x.is_leaf,
@@ -94,15 +95,18 @@ class Probe(tg.Function):
         return grad * 2
 
 
-def test_forward_gets_detached_inputs_with_grad_mode_off():
+def test_forward_gets_the_callers_tensor_with_grad_mode_off():
+    # As PyTorch 2.x: forward receives the caller's own object, with its history, under no_grad
+    # (what it computes from it has none).
     a = f64([1.0, 2.0], requires_grad=True)
     b = a * 1
-    b.add_(1)  # version 1, so that "same version counter" is observable
+    b.add_(1)  # version 1
     y = Probe.apply(b)
     seen = Probe.seen
-    assert seen["requires_grad"] is False
-    assert seen["grad_fn"] is None
-    assert seen["is_leaf"] is True
+    assert seen["obj"] is b
+    assert seen["requires_grad"] is True
+    assert seen["grad_fn"] is not None and seen["grad_fn"].name() == b.grad_fn.name()
+    assert seen["is_leaf"] is False
     assert seen["grad_enabled"] is False
     assert seen["inner_requires_grad"] is False
     assert seen["version"] == b._version == 1
@@ -112,6 +116,69 @@ def test_forward_gets_detached_inputs_with_grad_mode_off():
     assert [fn.name() for fn, _ in y.grad_fn.next_functions] == [b.grad_fn.name()]
     y.sum().backward()
     assert a.grad.tolist() == [2.0, 2.0]
+    Probe.seen = {}
+
+
+def test_input_returned_unchanged_is_a_new_object_with_the_node():
+    # As PyTorch: the caller's tensor returned as it is comes back as a new object, a view of the
+    # input carrying this function's node; the input keeps its own history.
+    class Same(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
+    a = f64([1.0, 2.0], requires_grad=True)
+    b = a * 1
+    b_node = b.grad_fn.name()
+    y = Same.apply(b)
+    assert y is not b
+    assert y.grad_fn.name() == "SameBackward"
+    assert b.grad_fn.name() == b_node
+    y.sum().backward(retain_graph=True)
+    assert a.grad.tolist() == [3.0, 3.0]
+    # the same memory, and a view of b: a write through y is seen in b, and (as PyTorch) the
+    # view's custom backward may then no longer run
+    with tg.no_grad():
+        y[0] = 7.0
+    assert b.tolist() == [7.0, 2.0]
+    with pytest.raises(RuntimeError, match="created inside a custom Function"):
+        y.sum().backward()
+
+
+@pytest.mark.parametrize("what", ["hook", "nested_backward", "detach_"])
+def test_what_forward_does_to_the_callers_tensor_reaches_it(what):
+    # As PyTorch (same values): forward holds the caller's object, so a hook it registers, a
+    # backward it runs under enable_grad, or a detach_ it does act on the caller's tensor.
+    class Touch(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            if what == "hook":
+                x.register_hook(lambda g: g * 10)
+            elif what == "nested_backward":
+                with tg.enable_grad():
+                    (x * 2).sum().backward(retain_graph=True)
+            else:
+                x.detach_()
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    a = f64([1.0, 2.0], requires_grad=True)
+    b = a * 3
+    y = Touch.apply(b)
+    (y.sum() + b.sum()).backward()
+    # d/da of 2*b + b with b = 3a is 9; the hook makes b's gradient 10x; the nested backward adds
+    # d(2b)/da = 6 first; after detach_, b has no history, and only y's path (its edge was taken
+    # before forward ran) reaches a: 2 * 3 = 6
+    expected = {"hook": 90.0, "nested_backward": 15.0, "detach_": 6.0}[what]
+    assert a.grad.tolist() == [expected, expected]
+    assert b.is_leaf is (what == "detach_")
 
 
 def test_forward_shares_memory_with_the_caller_tensor():
@@ -1130,3 +1197,58 @@ def test_saved_tensors_are_read_freely_by_default():
     x = f64([3.0], requires_grad=True)
     Twice.apply(x).backward()
     assert x.grad.item() == 6.0
+
+
+class _Tagged(tg.Function):
+    """Returns (x * 3, "inner"); its jvp is 3 * t."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 3, "inner"
+
+    @staticmethod
+    def jvp(ctx, t):
+        return t * 3, None
+
+    @staticmethod
+    def backward(ctx, g, _none):
+        return g * 3
+
+
+class _Outer(tg.Function):
+    """Calls _Tagged.apply in its forward and in its jvp; returns (x * 2, "outer")."""
+
+    @staticmethod
+    def forward(ctx, x):
+        inner, tag = _Tagged.apply(x)
+        assert tag == "inner"
+        return inner - x, "outer"
+
+    @staticmethod
+    def jvp(ctx, t):
+        inner, tag = _Tagged.apply(t)
+        assert tag == "inner"
+        return inner - t, None
+
+    @staticmethod
+    def backward(ctx, g, _none):
+        return g * 2
+
+
+def test_apply_inside_forward_and_jvp_returns_each_calls_own_values():
+    # Each apply hands its forward's own return value back to its caller, also when another apply
+    # runs inside its forward or its jvp (closed form: y = 2x, tangent 2t).
+    import tapegrad.autograd.forward_ad as fwAD
+
+    x = f64([1.0, 2.0], requires_grad=True)
+    y, tag = _Outer.apply(x)
+    assert tag == "outer" and y.tolist() == [2.0, 4.0]
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+    with fwAD.dual_level():
+        d = fwAD.make_dual(f64([1.0, 2.0]), f64([1.0, -1.0]))
+        y, tag = _Outer.apply(d)
+        assert tag == "outer"
+        primal, tangent = fwAD.unpack_dual(y)
+        assert primal.tolist() == [2.0, 4.0]
+        assert tangent.tolist() == [2.0, -2.0]

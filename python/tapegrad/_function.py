@@ -2,8 +2,8 @@
 
 ``Function`` (PyTorch), ``autograd_function`` (R torch) and ``custom_gradient`` (TensorFlow/Keras)
 all end in ``Function.apply``, which binds the arguments to ``forward``'s signature (cached per
-class) and hands over to the native ``_function_apply``: that runs ``forward`` on detached inputs
-with grad mode off, records one node, and checks what ``backward`` returns.
+class) and hands over to the native ``_function_apply``: that runs ``forward`` on the caller's
+tensors with grad mode off, records one node, and checks what ``backward`` returns.
 """
 
 from __future__ import annotations
@@ -191,8 +191,8 @@ class Function:
 
     @staticmethod
     def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
-        """Computes the outputs from the inputs (detached, with grad mode off); ``ctx`` keeps what
-        ``backward`` needs. Subclasses define it as a static method.
+        """Computes the outputs from the inputs (the caller's tensors, with grad mode off); ``ctx``
+        keeps what ``backward`` needs. Subclasses define it as a static method.
 
         >>> import tapegrad as tg
         >>> class Double(tg.Function):

@@ -93,8 +93,16 @@ pub trait CustomOp: Send + Sync + 'static {
         Cow::Owned(format!("{}Backward", self.name()))
     }
 
-    /// Computes the outputs. Inputs arrive detached (same data, no history) with grad mode off.
+    /// Computes the outputs. Inputs arrive detached (same data, no history) with grad mode off,
+    /// unless `detach_inputs` says otherwise.
     fn forward(&mut self, ctx: &mut ForwardCtx, inputs: &[Tensor]) -> Result<Vec<Tensor>>;
+
+    /// Whether `forward` gets detached copies of the inputs (true) or the caller's tensors
+    /// themselves, with their history (false: PyTorch's behaviour for a Python `Function`, whose
+    /// forward runs under no_grad on the caller's objects). Either way grad mode is off inside.
+    fn detach_inputs(&self) -> bool {
+        true
+    }
 
     /// One gradient per input from one gradient per output. The default says it is not supported.
     fn backward(&self, _ctx: &BackwardCtx<'_>, _grad_outputs: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
@@ -202,7 +210,11 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
     // moved on).
     let edges: super::node::Edges =
         if any_needs { inputs.iter().map(super::node::gradient_edge).collect() } else { super::node::Edges::new() };
-    let detached: Vec<Tensor> = inputs.iter().map(|t| t.detach()).collect();
+    let detached: Cow<'_, [Tensor]> = if op.detach_inputs() {
+        Cow::Owned(inputs.iter().map(|t| t.detach()).collect())
+    } else {
+        Cow::Borrowed(inputs)
+    };
     let versions_before: smallvec::SmallVec<[u64; 4]> = inputs.iter().map(|t| t.version()).collect();
     let raw = {
         let _off = GradModeGuard::no_grad();
@@ -285,7 +297,8 @@ fn forward_mode<Op: CustomOp>(op: &Op, inputs: &[Tensor], outputs: &[Tensor], di
 /// what it returned, and which inputs it marked dirty.
 struct ForwardRun<'a> {
     inputs: &'a [Tensor],
-    detached: Vec<Tensor>,
+    /// The inputs themselves when `forward` got them as they are (`CustomOp::detach_inputs`).
+    detached: Cow<'a, [Tensor]>,
     raw: Vec<Tensor>,
     dirty_inputs: Vec<usize>,
 }

@@ -81,6 +81,56 @@ pub fn set_interrupt_hook(hook: fn() -> Result<()>) {
     let _ = INTERRUPT_HOOK.set(hook);
 }
 
+// NOTE [The host lock in backward]: the Python binding runs a backward with the GIL released, so
+// that other Python threads run meanwhile; a node that calls back into Python (a custom Function)
+// then takes the GIL again, and for a small graph of such nodes that round trip per node was a
+// large share of the run (W3). So the binding installs a `HostLock`, and a run whose graph is small
+// (a few thousand nodes), has a node that needs it (a formula that is not `parallel_safe`) and only
+// small tensors (so that no parallel batch forms, and no node's work is long) takes the lock once
+// for its whole execution (`GraphTask::wants_host_lock`). It yields the lock every 256 batches and
+// around anything that waits for another thread that might need it: a parallel batch and a deep
+// reentrant run's worker thread. The lock
+// order stays the GIL before a tensor's lock, never the other way (NOTE [No Python under a tensor
+// lock]).
+/// A way of running a closure with or without the host's lock.
+pub type HostLockCall = fn(&mut (dyn FnMut() + Send));
+
+/// The lock of the interpreter the engine runs for (Python's GIL), as the binding gives it.
+pub struct HostLock {
+    /// Runs the closure holding the lock (taking it if this thread does not hold it).
+    pub with: HostLockCall,
+    /// Runs the closure without the lock if this thread holds it (else just runs it).
+    pub without: HostLockCall,
+}
+
+static HOST_LOCK: std::sync::OnceLock<HostLock> = std::sync::OnceLock::new();
+/// The largest graph that holds the host's lock for its whole run: a longer run would keep other
+/// threads (one that sends a signal, say) waiting too long.
+const HOST_LOCK_MAX_NODES: usize = 4096;
+
+/// Installs the host's lock (once per process): NOTE [The host lock in backward].
+pub fn set_host_lock(lock: HostLock) {
+    let _ = HOST_LOCK.set(lock);
+}
+
+/// Runs `f` through `HostLock::with` or `without` (chosen by `pick`); just runs it without a host.
+fn host_lock_call<R: Send>(pick: fn(&HostLock) -> HostLockCall, f: impl FnOnce() -> R + Send) -> R {
+    let Some(lock) = HOST_LOCK.get() else { return f() };
+    let mut f = Some(f);
+    let mut out = None;
+    pick(lock)(&mut || {
+        if let Some(f) = f.take() {
+            out = Some(f());
+        }
+    });
+    out.expect("the host lock ran the closure")
+}
+
+/// Runs `f` without the host's lock if this thread holds it.
+fn without_host_lock<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    host_lock_call(|l| l.without, f)
+}
+
 /// Accumulates the gradients of `roots` into the `.grad` of the leaves (or of `inputs` when given).
 pub fn backward(
     roots: &[Tensor],
@@ -240,13 +290,18 @@ fn run(
 ) -> Result<Vec<Option<Tensor>>> {
     let depth = REENTRANT_DEPTH.with(|d| d.get());
     if depth >= MAX_REENTRANT_DEPTH {
-        return std::thread::scope(|scope| {
-            let worker = std::thread::Builder::new()
-                .name("tapegrad-reentrant-backward".into())
-                .stack_size(REENTRANT_THREAD_STACK)
-                .spawn_scoped(scope, || run(roots, grad_roots, retain_graph, create_graph, capture))
-                .map_err(|e| Error::autograd(format!("could not start a thread for a deep reentrant backward: {e}")))?;
-            worker.join().unwrap_or_else(|_| Err(Error::autograd("a deep reentrant backward panicked")))
+        // The worker may need the host's lock (NOTE [The host lock in backward]).
+        return without_host_lock(|| {
+            std::thread::scope(|scope| {
+                let worker = std::thread::Builder::new()
+                    .name("tapegrad-reentrant-backward".into())
+                    .stack_size(REENTRANT_THREAD_STACK)
+                    .spawn_scoped(scope, || run(roots, grad_roots, retain_graph, create_graph, capture))
+                    .map_err(|e| {
+                        Error::autograd(format!("could not start a thread for a deep reentrant backward: {e}"))
+                    })?;
+                worker.join().unwrap_or_else(|_| Err(Error::autograd("a deep reentrant backward panicked")))
+            })
         });
     }
     let _depth = DepthGuard(depth);
@@ -276,7 +331,13 @@ fn run_here(
     let mut task = GraphTask::discover(&seeds, retain_graph, create_graph);
     task.plan_capture(capture);
     task.seed_buffers(seeds)?;
-    task.execute()?;
+    if task.wants_host_lock() {
+        task.holds_host_lock = true;
+        host_lock_call(|l| l.with, || task.execute())?;
+        task.holds_host_lock = false;
+    } else {
+        task.execute()?;
+    }
     // Final callbacks, in the order queued; one may queue another, which runs too.
     loop {
         let batch = std::mem::take(&mut *callbacks.queued.lock());
@@ -447,6 +508,8 @@ struct GraphTask {
     captured: Vec<Option<Tensor>>,
     /// Batches run so far (for the interrupt check).
     batches: usize,
+    /// The run holds the host's lock (NOTE [The host lock in backward]).
+    holds_host_lock: bool,
 }
 
 /// The nodes reachable from `seeds` (walked iteratively, by address) and, for each, the number of
@@ -489,6 +552,7 @@ impl GraphTask {
             must_run: None,
             captured: Vec::new(),
             batches: 0,
+            holds_host_lock: false,
         }
     }
 
@@ -541,6 +605,9 @@ impl GraphTask {
             if self.batches.is_multiple_of(256) {
                 if let Some(hook) = INTERRUPT_HOOK.get() {
                     hook()?;
+                }
+                if self.holds_host_lock {
+                    without_host_lock(|| ()); // other threads' turn
                 }
             }
             if !self.is_parallel_candidate(first.1) {
@@ -638,14 +705,17 @@ impl GraphTask {
         let create_graph = self.create_graph;
         if jobs.len() > 1 && parallel_enabled() {
             let callbacks = CURRENT_CALLBACKS.with(|c| c.borrow().clone());
-            crate::parallel::install(|| {
-                jobs.into_par_iter()
-                    .map(|(node, grads)| {
-                        let _mode = GradModeGuard::new(create_graph);
-                        let _callbacks = CallbacksGuard(CURRENT_CALLBACKS.with(|c| c.replace(callbacks.clone())));
-                        call_node(&node, grads, create_graph)
-                    })
-                    .collect()
+            // The workers may need the host's lock (a Python hook): NOTE [The host lock in backward].
+            without_host_lock(|| {
+                crate::parallel::install(|| {
+                    jobs.into_par_iter()
+                        .map(|(node, grads)| {
+                            let _mode = GradModeGuard::new(create_graph);
+                            let _callbacks = CallbacksGuard(CURRENT_CALLBACKS.with(|c| c.replace(callbacks.clone())));
+                            call_node(&node, grads, create_graph)
+                        })
+                        .collect()
+                })
             })
         } else {
             jobs.into_iter().map(|(node, grads)| call_node(&node, grads, create_graph)).collect()
@@ -676,6 +746,24 @@ impl GraphTask {
             }
         }
         Ok(())
+    }
+
+    /// Whether the run should hold the host's lock throughout (NOTE [The host lock in backward]): a
+    /// node needs it, the graph is small (at most `HOST_LOCK_MAX_NODES` nodes, a few milliseconds of
+    /// work, about the interpreter's own switch interval), and every tensor of every node is below
+    /// the parallel threshold.
+    fn wants_host_lock(&self) -> bool {
+        if HOST_LOCK.get().is_none()
+            || self.nodes.len() > HOST_LOCK_MAX_NODES
+            || self.nodes.values().all(|n| n.formula().parallel_safe())
+        {
+            return false;
+        }
+        let numel = |m: &super::node::TensorMeta| m.shape.iter().product::<usize>();
+        self.nodes.values().all(|n| {
+            n.output_meta.iter().map(numel).sum::<usize>() < PARALLEL_MIN_ELEMENTS
+                && n.input_meta.iter().flatten().all(|m| numel(m) < PARALLEL_MIN_ELEMENTS)
+        })
     }
 
     /// Whether a ready node may join a batch (NOTE [Parallel branches]): its formula needs no GIL

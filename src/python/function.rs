@@ -10,10 +10,10 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 use pyo3::{intern, PyTraverseError, PyVisit};
+use smallvec::SmallVec;
 
 use super::ctx::PyCtx;
 use super::errors::external;
@@ -93,23 +93,28 @@ fn spec_for(cls: &Bound<'_, PyType>) -> PyResult<Arc<Spec>> {
 /// The arguments of a call into Python, inline for the usual few.
 type Args = smallvec::SmallVec<[Py<PyAny>; 6]>;
 
+thread_local! {
+    /// What each running `forward` returned, as it returned it, passed from `forward_py` to its
+    /// `apply_values` on the same thread (the op itself moves into the node). A stack: an `apply`
+    /// may run inside another's forward, jvp or pack hook; each call takes the entry above the
+    /// depth it started at (none when its forward failed before returning).
+    static RAW_OUTPUTS: std::cell::RefCell<Vec<Py<PyAny>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 struct PyFunctionOp {
     cls: Py<PyAny>,
     backward_attr: Py<PyString>,
     ctx: Py<PyCtx>,
     args: Option<Py<PyTuple>>,
-    /// The tensor arguments as the caller gave them (forward sees them detached); emptied when
-    /// forward returns.
-    originals: Vec<Tensor>,
     names: Arc<[String]>,
-    tensor_pos: Vec<usize>,
+    /// Which arguments of forward are tensors (the op's inputs, in order).
+    tensor_pos: SmallVec<[usize; 4]>,
     /// The class's spec (its name, the node's name).
     spec: Arc<Spec>,
     once: bool,
-    raw_output: Arc<Mutex<Option<Py<PyAny>>>>,
     /// For each value forward returned: is it a tensor? Backward gets one argument per value
     /// (None for the others), as in PyTorch.
-    output_is_tensor: Vec<bool>,
+    output_is_tensor: SmallVec<[bool; 4]>,
     /// `forward` takes no ctx; `setup_context(ctx, inputs, output)` runs after it.
     setup_context: bool,
     /// forward called `save_for_backward`: releasing the graph has saved values to free (else the
@@ -120,9 +125,6 @@ struct PyFunctionOp {
 impl PyFunctionOp {
     fn forward_py(&mut self, py: Python<'_>, fctx: &mut ForwardCtx, inputs: &[Tensor]) -> PyResult<Vec<Tensor>> {
         let args = self.args.take().ok_or_else(|| crate::error::Error::CustomFunction("forward ran twice".into()))?;
-        // The node keeps the op: holding the originals would make a dirty input (which gets this node
-        // as its history) own its own node.
-        let originals = std::mem::take(&mut self.originals);
         let args = args.bind(py);
         let ctx = self.ctx.bind(py);
         let mut call: Args = Args::with_capacity(args.len() + 1);
@@ -134,7 +136,9 @@ impl PyFunctionOp {
         for (j, a) in args.iter().enumerate() {
             if self.tensor_pos.get(k) == Some(&j) {
                 needs[j] = fctx.needs_input_grad(k);
-                call.push(PyTensor::wrap(py, inputs[k].clone())?.into_any());
+                // As PyTorch: forward gets the caller's own tensor objects (grad mode is off), not
+                // new detached ones (NOTE [Forward sees the caller's tensors]).
+                call.push(a.unbind());
                 k += 1;
             } else {
                 call.push(a.unbind());
@@ -168,7 +172,7 @@ impl PyFunctionOp {
         let mut outputs = Vec::new();
         if let Ok(t) = result.cast::<PyTensor>() {
             outputs.push(t.get().inner.clone());
-            self.output_is_tensor = vec![true];
+            self.output_is_tensor.push(true);
         } else if let Ok(tuple) = result.cast::<PyTuple>() {
             for item in tuple.iter() {
                 let t = item.cast::<PyTensor>();
@@ -185,7 +189,7 @@ impl PyFunctionOp {
             ))
             .into());
         }
-        *self.raw_output.lock() = Some(result.unbind());
+        RAW_OUTPUTS.with(|r| r.borrow_mut().push(result.unbind()));
         let (saved, dirty, non_differentiable, materialize) = {
             let mut c = ctx.try_borrow_mut()?;
             let saved = c.pack(py);
@@ -195,7 +199,8 @@ impl PyFunctionOp {
         fctx.save_for_backward(&saved)?;
         // As PyTorch: a tensor that is no input is an error when it is a view, else ignored with a
         // warning.
-        let is_input = |d: &Tensor| inputs.iter().chain(&originals).any(|t| t.same(d));
+        // `inputs` are the caller's tensors (NOTE [Forward sees the caller's tensors])
+        let is_input = |d: &Tensor| inputs.iter().any(|t| t.same(d));
         const NOT_AN_INPUT: &std::ffi::CStr = c"ctx.mark_dirty() received a tensor that was not an input. Only \
             input Tensors that have been mutated should be passed to ctx.mark_dirty().";
         if dirty.iter().any(|d| !is_input(d) && d.base().is_some()) {
@@ -216,9 +221,7 @@ impl PyFunctionOp {
                 .flatten()
                 .filter_map(|o| o.bind(py).cast::<PyTensor>().ok().map(|t| t.get().inner.clone()))
                 .collect();
-            // an input as forward received it and as the caller gave it are the same argument
-            let slot =
-                |t: &Tensor| inputs.iter().position(|i| i.same(t)).or_else(|| originals.iter().position(|i| i.same(t)));
+            let slot = |t: &Tensor| inputs.iter().position(|i| i.same(t));
             let dirty_slots: Vec<usize> = dirty.iter().filter_map(slot).collect();
             let saved_slots: Vec<usize> = saved.iter().chain(&for_forward).filter_map(slot).collect();
             let as_is = |o: &Tensor| slot(o).filter(|k| !dirty_slots.contains(k));
@@ -378,6 +381,17 @@ impl CustomOp for PyFunctionOp {
         Python::attach(|py| self.forward_py(py, ctx, inputs)).map_err(external)
     }
 
+    // NOTE [Forward sees the caller's tensors]: as in PyTorch, `forward` receives the tensor
+    // objects the caller passed (with their history and `requires_grad`), under no_grad; what it
+    // computes from them has no history, an input it returns unchanged becomes a new output object
+    // (an alias: `ForwardRun::output_handles`), and what it does to them on purpose (a hook, an
+    // in-place write marked dirty, a backward under enable_grad) reaches the caller's tensors as in
+    // PyTorch. Until issue 19 forward got detached copies (one tensor and one Python object per
+    // argument per call; README listed it as a difference).
+    fn detach_inputs(&self) -> bool {
+        false
+    }
+
     fn backward(&self, _ctx: &BackwardCtx<'_>, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
         Python::attach(|py| self.backward_py(py, grads)).map_err(external)?
     }
@@ -423,7 +437,7 @@ impl CustomOp for PyFunctionOp {
     }
 
     fn output_slots(&self) -> Option<Vec<bool>> {
-        (!self.output_is_tensor.iter().all(|&t| t)).then(|| self.output_is_tensor.clone())
+        (!self.output_is_tensor.iter().all(|&t| t)).then(|| self.output_is_tensor.to_vec())
     }
 }
 
@@ -471,9 +485,10 @@ fn apply_values(
     names: Arc<[String]>,
     spec: &Arc<Spec>,
 ) -> PyResult<Py<PyAny>> {
-    let mut inputs = Vec::new();
-    let mut tensor_pos = Vec::new();
-    let mut originals = Vec::new();
+    // inline for the usual few arguments: no allocation per call (NOTE [Per-operation overhead])
+    let mut inputs: SmallVec<[Tensor; 4]> = SmallVec::new();
+    let mut tensor_pos: SmallVec<[usize; 4]> = SmallVec::new();
+    let mut originals: SmallVec<[Bound<'_, PyAny>; 4]> = SmallVec::new();
     for (j, a) in values.iter().enumerate() {
         if let Ok(t) = a.cast::<PyTensor>() {
             inputs.push(t.get().inner.clone());
@@ -484,29 +499,34 @@ fn apply_values(
     let mut new_ctx = PyCtx::new(names.clone());
     new_ctx.clear_on_access = spec.clear_on_access;
     let ctx = Bound::new(py, new_ctx)?;
-    let raw_output = Arc::new(Mutex::new(None));
     let op = PyFunctionOp {
         cls: cls.clone().into_any().unbind(),
         backward_attr: spec.backward_attr.clone_ref(py),
         ctx: ctx.clone().unbind(),
         args: Some(values.clone().unbind()),
-        originals: inputs.clone(),
         names,
         tensor_pos,
         spec: spec.clone(),
         once: spec.once,
-        raw_output: raw_output.clone(),
-        output_is_tensor: Vec::new(),
+        output_is_tensor: SmallVec::new(),
         setup_context: spec.setup_context,
         saved_any: false,
     };
-    let (outputs, node) = apply_custom_with_node(op, &inputs)?;
+    let depth = RAW_OUTPUTS.with(|r| r.borrow().len());
+    let result = apply_custom_with_node(op, &inputs);
+    // forward's own return value (also taken when a later check failed); dropped, if it is,
+    // outside the stack's borrow
+    let raw = RAW_OUTPUTS.with(|r| {
+        let mut stack = r.borrow_mut();
+        (stack.len() > depth).then(|| stack.pop()).flatten()
+    });
+    let (outputs, node) = result?;
     if let Some(node) = &node {
         let copies = ctx.try_borrow_mut()?.attach(node);
         drop(copies);
         detach_outputs_on_ctx(&ctx, &outputs, node)?;
     }
-    let raw = raw_output.lock().take().unwrap_or_else(|| py.None());
+    let raw = raw.unwrap_or_else(|| py.None());
     let raw = raw.bind(py);
     // The object to return for output k: the input object itself when a dirty input was returned,
     // forward's own object when its tensor is unchanged, else a new wrapper.

@@ -72,3 +72,20 @@ pub(crate) fn enter_tensor(
     let t = enter(py, cost, f)?;
     Ok(PyTensor::wrap(py, t)?.into_any())
 }
+
+/// The engine's `HostLock` (NOTE [The host lock in backward] in `engine.rs`): the GIL, taken for a
+/// whole small backward whose nodes call Python, and given up around what waits for other threads.
+pub(crate) fn install_host_lock() {
+    fn with(f: &mut (dyn FnMut() + Send)) {
+        Python::attach(|_| f());
+    }
+    fn without(f: &mut (dyn FnMut() + Send)) {
+        // SAFETY: PyGILState_Check only reads the calling thread's state.
+        if unsafe { pyo3::ffi::PyGILState_Check() } == 1 {
+            Python::attach(|py| py.detach(f));
+        } else {
+            f();
+        }
+    }
+    crate::autograd::engine::set_host_lock(crate::autograd::engine::HostLock { with, without });
+}

@@ -67,6 +67,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     roof::register(m)?;
     threads::register(m)?;
     autograd::install_hooks();
+    gateway::install_host_lock();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);
     Ok(())
 }
