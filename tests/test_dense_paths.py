@@ -171,3 +171,17 @@ def test_large_transposed_copy_matches_numpy_and_keeps_the_source():
     np.testing.assert_array_equal(a.numpy(), a_np)
     c.add_(1.0)  # a copy: writing it leaves the source alone
     np.testing.assert_array_equal(a.numpy(), a_np)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_power_one_is_the_input_and_square_backward_is_two_x(dtype):
+    x_np = np.array([-2.5, -0.0, 0.0, 1.0, 3.0e30, np.inf, -np.inf, np.nan], dtype=dtype)
+    got = (tg.from_numpy(x_np) ** 1).numpy()
+    np.testing.assert_array_equal(got, x_np)
+    assert np.signbit(got[1]) and not np.signbit(got[2])
+    rng = np.random.default_rng(8)
+    v_np = rng.standard_normal((64, 33)).astype(dtype)
+    g_np = rng.standard_normal((64, 33)).astype(dtype)
+    v = tg.from_numpy(v_np).requires_grad_()
+    (v**2).backward(tg.from_numpy(g_np))
+    np.testing.assert_allclose(npy(v.grad), 2.0 * v_np.astype(np.float64) * g_np, rtol=1e-6)
