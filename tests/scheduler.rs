@@ -352,3 +352,53 @@ fn many_independent_wide_branches_give_deterministic_results() {
     tapegrad::autograd::set_parallel_backward(prev);
     assert_eq!(a, b, "parallel and serial backward agree bit for bit");
 }
+
+/// An identity operation whose backward counts how many of its kind run at once.
+struct Overlap {
+    running: Arc<std::sync::atomic::AtomicUsize>,
+    most: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl CustomOp for Overlap {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("Overlap")
+    }
+    fn forward(&mut self, _ctx: &mut ForwardCtx, inputs: &[Tensor]) -> tapegrad::Result<Vec<Tensor>> {
+        Ok(vec![inputs[0].clone_tensor()?])
+    }
+    fn backward(&self, _ctx: &BackwardCtx<'_>, g: Vec<Option<Tensor>>) -> tapegrad::Result<Vec<Option<Tensor>>> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = self.running.fetch_add(1, SeqCst) + 1;
+        self.most.fetch_max(now, SeqCst);
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        self.running.fetch_sub(1, SeqCst);
+        Ok(g)
+    }
+}
+
+#[test]
+fn branches_joined_by_a_chain_of_small_sums_run_together() {
+    // W6's shape: each branch ends in a scalar sum and the sums are added in a chain, so the heap
+    // holds one branch's large node beside the chain's next small `add`. The small nodes run ahead
+    // while the batch fills, and the branches' large nodes run in one parallel batch.
+    if rayon::current_num_threads() < 2 {
+        return; // one thread: nothing runs at once
+    }
+    let running = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let most = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let x = leaf_in(&[128, 160], 3, -1.0, 1.0);
+    let mut total: Option<Tensor> = None;
+    for k in 0..6 {
+        let op = Overlap { running: running.clone(), most: most.clone() };
+        let h = apply_custom(op, &[x.mul_scalar(k as f64 + 1.0).unwrap()]).unwrap().remove(0);
+        let s = h.sum(None, false).unwrap();
+        total = Some(match total {
+            None => s,
+            Some(t) => t.add(&s).unwrap(),
+        });
+    }
+    total.unwrap().backward_default().unwrap();
+    assert!(most.load(std::sync::atomic::Ordering::SeqCst) >= 2, "the branches ran one at a time");
+    // d/dx sum_k (k + 1) x = 21 everywhere
+    assert!(vals(&x.grad().unwrap()).iter().all(|&v| (v - 21.0).abs() < 1e-12));
+}

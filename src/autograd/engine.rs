@@ -601,26 +601,14 @@ impl GraphTask {
     ///    gradients delivered (7), in batch order.
     fn execute(&mut self) -> Result<()> {
         while let Some(first) = self.ready.pop() {
-            self.batches += 1;
-            if self.batches.is_multiple_of(256) {
-                if let Some(hook) = INTERRUPT_HOOK.get() {
-                    hook()?;
-                }
-                if self.holds_host_lock {
-                    without_host_lock(|| ()); // other threads' turn
-                }
-            }
+            self.tick()?;
             if !self.is_parallel_candidate(first.1) {
                 // A batch of one, the common case of small graphs: the same steps as below without
                 // the batch's vectors.
-                if let Some((node, grads)) = self.take_input(first.1)? {
-                    let out = call_node(&node, grads, self.create_graph)?;
-                    self.release(&node);
-                    self.deliver(&node, out)?;
-                }
+                self.run_alone(first.1)?;
                 continue;
             }
-            let batch = self.fill_batch(first);
+            let batch = self.fill_batch(first)?;
             let jobs = self.take_inputs(&batch)?;
             let nodes: Vec<Arc<Node>> = jobs.iter().map(|(node, _)| node.clone()).collect();
             let outputs = self.run_batch(jobs);
@@ -633,18 +621,79 @@ impl GraphTask {
         Ok(())
     }
 
+    /// Counts a step of the run; every 256th checks for an interrupt (Ctrl-C in Python).
+    fn tick(&mut self) -> Result<()> {
+        self.batches += 1;
+        if self.batches.is_multiple_of(256) {
+            if let Some(hook) = INTERRUPT_HOOK.get() {
+                hook()?;
+            }
+            if self.holds_host_lock {
+                without_host_lock(|| ()); // other threads' turn
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs one ready node on this thread: its inputs taken, the node run, released, its gradients
+    /// delivered.
+    fn run_alone(&mut self, nid: NodeId) -> Result<()> {
+        if let Some((node, grads)) = self.take_input(nid)? {
+            let out = call_node(&node, grads, self.create_graph)?;
+            self.release(&node);
+            self.deliver(&node, out)?;
+        }
+        Ok(())
+    }
+
     /// A batch that starts with `first`, a parallel candidate: joined by the following ready nodes
-    /// while they are candidates too.
-    fn fill_batch(&mut self, first: (u64, NodeId)) -> Vec<(u64, NodeId)> {
+    /// while they are candidates too. A small node between them that nothing can observe is run at
+    /// once, and the candidates it readies join the batch (NOTE [Parallel branches]).
+    fn fill_batch(&mut self, first: (u64, NodeId)) -> Result<Vec<(u64, NodeId)>> {
         let mut batch = vec![first];
+        let mut ran_ahead = false;
         while let Some(&next) = self.ready.peek() {
-            if batch.len() >= MAX_BATCH || !self.is_parallel_candidate(next.1) {
+            if batch.len() >= MAX_BATCH {
                 break;
             }
-            batch.push(next);
-            self.ready.pop();
+            if self.is_parallel_candidate(next.1) {
+                // After a node ran ahead, a candidate may be taken before nodes of higher priority
+                // that the batch's members will ready: only one that nothing can observe.
+                if ran_ahead && !self.unobservable(next.1) {
+                    break;
+                }
+                batch.push(next);
+                self.ready.pop();
+            } else if self.may_run_ahead(next.1) {
+                self.ready.pop();
+                self.tick()?;
+                self.run_alone(next.1)?;
+                ran_ahead = true;
+            } else {
+                break;
+            }
         }
-        batch
+        Ok(batch)
+    }
+
+    /// Whether running a node earlier than the heap's order is invisible: it has no hooks (pre-,
+    /// post- or tensor hooks, which are Python callbacks) and is no accumulator (whose `.grad` a
+    /// hook could read). Its only effect is then on the gradient buffers of nodes that have not run.
+    fn unobservable(&self, nid: NodeId) -> bool {
+        let node = &self.nodes[&nid];
+        node.formula().accumulates_into().is_none()
+            && node.pre_hooks.lock().is_empty()
+            && node.node_hooks.lock().is_empty()
+    }
+
+    /// Whether a ready node that is not a parallel candidate may run before the candidates already
+    /// taken for a batch: its formula is native, running it early is `unobservable`, it is no
+    /// capture target, and anomaly mode is off (whose reports follow the execution order).
+    fn may_run_ahead(&self, nid: NodeId) -> bool {
+        self.nodes[&nid].formula().parallel_safe()
+            && self.unobservable(nid)
+            && !self.targets.iter().flatten().any(|t| t.node == nid)
+            && !anomaly::is_enabled()
     }
 
     /// Takes the gradients waiting for each node of the batch, runs their pre-hooks, captures the
@@ -784,6 +833,14 @@ impl GraphTask {
 // including the order in which gradients are summed, is the same run after run and the same with
 // parallelism on or off. Only nodes that need no GIL (not Python functions) and carry enough work
 // to pay for a thread hand-off are batched.
+//
+// Independent branches that meet through small nodes (W6: 32 branches whose scalar sums are added
+// in a chain) would otherwise never be ready together: the heap pops the newest node first, so one
+// branch's large node is taken with the chain's next small `add` behind it, and the batch stops at
+// that non-candidate. While a batch is being filled, such a small node that nothing can observe
+// (`may_run_ahead`) is run at once instead, so the chain unwinds and the other branches' large
+// nodes join the batch. Which nodes run ahead depends only on the graph and the gradients' sizes,
+// so the batches, and the order gradients are summed in, stay deterministic.
 const MAX_BATCH: usize = 64;
 const PARALLEL_MIN_ELEMENTS: usize = 1 << 14;
 static PARALLEL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);

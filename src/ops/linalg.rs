@@ -134,10 +134,12 @@ pub(crate) unsafe fn in_row_bands<T: Copy>(p: Problem<T>, serial: unsafe fn(Prob
 /// `out[b] = a[b] @ b[b]` over a batch (a 2-D operand is shared by every batch entry).
 fn gemm_batched<T: Gemm>(a: &Tensor, b: &Tensor, batch: usize, m: usize, k: usize, n: usize) -> Result<Tensor> {
     crate::tensor::create::check_alloc(&[batch, m, n], T::DTYPE)?;
-    let mut out = vec![T::zero(); batch * m * n];
     if m * n == 0 || k == 0 {
-        return Tensor::from_vec(out, &out_shape(a.ndim(), batch, m, n));
+        return Tensor::from_vec(vec![T::zero(); batch * m * n], &out_shape(a.ndim(), batch, m, n));
     }
+    // Not zero-filled: the kernels write every element of `C` (beta 0), so a fill would be one more
+    // pass over the product's memory (a 64 MB weight gradient in W4).
+    let mut out: Vec<T> = Vec::with_capacity(batch * m * n);
     let (a3, b3) = (a.ndim() == 3, b.ndim() == 3);
     let (ars, acs) = (a.strides()[a.ndim() - 2] as isize, a.strides()[a.ndim() - 1] as isize);
     let (brs, bcs) = (b.strides()[b.ndim() - 2] as isize, b.strides()[b.ndim() - 1] as isize);
@@ -150,10 +152,11 @@ fn gemm_batched<T: Gemm>(a: &Tensor, b: &Tensor, batch: usize, m: usize, k: usiz
     {
         return Err(Error::index("mm: layout reaches past the end of its storage"));
     }
+    let spare = &mut out.spare_capacity_mut()[..batch * m * n];
     for i in 0..batch {
         let aoff = a.layout().offset + if a3 { i * a.strides()[0] } else { 0 };
         let boff = b.layout().offset + if b3 { i * b.strides()[0] } else { 0 };
-        let dst = &mut out[i * m * n..(i + 1) * m * n];
+        let dst = &mut spare[i * m * n..(i + 1) * m * n];
         let p = Problem {
             m,
             k,
@@ -164,14 +167,18 @@ fn gemm_batched<T: Gemm>(a: &Tensor, b: &Tensor, batch: usize, m: usize, k: usiz
             b: sb.as_ptr().wrapping_add(boff),
             rsb: brs,
             csb: bcs,
-            c: dst.as_mut_ptr(),
+            c: dst.as_mut_ptr().cast::<T>(),
             ldc: n,
         };
         // SAFETY: offsets and strides come from layouts whose extents were checked against the
         // storages above (so `a` and `b` are valid for their shapes and strides), and the read
-        // guards keep the storages alive; `dst` is a fresh, exclusive m×n row-major block.
+        // guards keep the storages alive; `dst` is a fresh, exclusive m×n row-major block, which
+        // the kernel only writes (never reads).
         unsafe { T::gemm(p) };
     }
+    drop((ga, gb));
+    // SAFETY: the loop above wrote all `batch` blocks of m×n values (m, n, k > 0 here).
+    unsafe { out.set_len(batch * m * n) };
     Tensor::from_vec(out, &out_shape(a.ndim(), batch, m, n))
 }
 
@@ -229,14 +236,48 @@ fn out_shape(ndim: usize, batch: usize, m: usize, n: usize) -> Vec<usize> {
     }
 }
 
-/// The field: whether `b` was saved (first) for `a`'s gradient (`product_saves`).
-struct MmBackward(bool);
+/// `mm`'s backward. Fields: whether `b` was saved (first) for `a`'s gradient (`product_saves`), and
+/// whether each operand was a column-major (transposed row-major) matrix, whose gradient is then
+/// computed transposed, in the same layout (NOTE [Gradient layout of a product]).
+struct MmBackward {
+    saved_b: bool,
+    a_col_major: bool,
+    b_col_major: bool,
+}
+
+// NOTE [Gradient layout of a product]: `nn.Linear` multiplies by `weight.t()`, a column-major view.
+// Its gradient `a^T g` computed as written is row-major in the view's shape, so after `t()`'s
+// backward the weight's gradient is a transposed view, and the accumulator copies it into the
+// weight's row-major layout: a strided copy of every weight gradient, every step (a fifth of W8's
+// step before this). Computed as `(g^T a)^T` instead, the product is written row-major in the
+// weight's own shape and reaches the accumulator contiguous, with no copy; the multiply reads the
+// same operands (only its strides change), so the values are those of the same sums. The same
+// holds for the first operand. PyTorch picks the layout of these products the same way.
+fn col_major(t: &Tensor) -> bool {
+    t.ndim() == 2 && !t.layout().is_contiguous() && t.strides()[0] == 1 && t.strides()[1] == t.shape()[0]
+}
 
 impl SingleOutput for MmBackward {
     fn input_grads(&self, node: &Node, g: Tensor, need: Need<'_>) -> Result<Vec<Option<Tensor>>> {
         let saved = node.unpack_saved()?;
-        let (b, a) = kept_operands(&saved, self.0, need.get(0), need.get(1));
-        Ok(vec![need.then(0, || g.mm(&b?.t()?))?, need.then(1, || a?.t()?.mm(&g))?])
+        let (b, a) = kept_operands(&saved, self.saved_b, need.get(0), need.get(1));
+        let ga = need.then(0, || {
+            let b = b?;
+            if self.a_col_major {
+                b.mm(&g.t()?)?.t()
+            } else {
+                g.mm(&b.t()?)
+            }
+        })?;
+        let gb = need.then(1, || {
+            let a = a?;
+            if self.b_col_major {
+                g.t()?.mm(a)?.t()
+            } else {
+                a.t()?.mm(&g)
+            }
+        })?;
+        Ok(vec![ga, gb])
     }
 
     fn input_grads_batched(
@@ -248,7 +289,7 @@ impl SingleOutput for MmBackward {
     ) -> Option<Result<Vec<Option<Tensor>>>> {
         Some((|| {
             let saved = node.unpack_saved()?;
-            let (b, a) = kept_operands(&saved, self.0, need.get(0), need.get(1));
+            let (b, a) = kept_operands(&saved, self.saved_b, need.get(0), need.get(1));
             // g is [batch, m, n]: g b^T is one product over the batch's rows. a^T g: for a column
             // n = 1 (a matrix times a vector) it is one product g[:, :, 0] a, [batch, k]; otherwise
             // one product per matrix of the batch against a^T (a kept in place, broadcast), so that
@@ -365,7 +406,7 @@ impl Tensor {
             &[&out],
             || {
                 let (saves, saved_b) = product_saves(&a, &b);
-                (MmBackward(saved_b), saves)
+                (MmBackward { saved_b, a_col_major: col_major(&a), b_col_major: col_major(&b) }, saves)
             },
             Some(jvp),
         );

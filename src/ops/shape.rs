@@ -15,6 +15,70 @@ use crate::tensor::dtype::DType;
 use crate::tensor::layout::{fmt_shape, infer_shape, wrap_dim, Layout};
 use crate::tensor::Tensor;
 
+// NOTE [Tiled transposed copy]: a strided 2-D view (a transposed matrix above all) copied element by
+// element in row-major order reads one value per cache line and per page: `w.t().contiguous()` of
+// a 4096×4096 float32 took 68-90 ms (0.7 GB/s), and every `nn.Linear` weight gradient before
+// NOTE [Gradient layout of a product] paid it in its accumulator. Copied in tiles of TILE_ROWS
+// rows by TILE_COLS columns, each tile's lines stay in L1, and bands of rows run on rayon's
+// threads. The rows are few because a power-of-two row length puts every destination row's line
+// in one L1 set: measured for 4096² (one thread, output memory already mapped), 32×32 tiles took
+// 98 ms, 16×16 40 ms, 8×64 17 ms; for 1024², 5.5, 2.0 and 0.46 ms.
+
+/// Elements below which the plain strided copy is kept.
+const TILED_COPY_MIN: usize = 1 << 12;
+/// A tile's rows (the band height) and columns.
+const TILE_ROWS: usize = 8;
+const TILE_COLS: usize = 64;
+/// Elements above which the row bands are shared among rayon's threads.
+const TILED_COPY_PARALLEL: usize = 1 << 18;
+
+/// The row-major copy of a 2-D tensor (any strides), tile by tile.
+fn tiled_copy_2d<T: crate::tensor::element::Element>(t: &Tensor) -> Result<Vec<T>> {
+    use rayon::prelude::*;
+    crate::tensor::create::check_alloc(t.shape(), T::DTYPE)?;
+    let (rows, cols) = (t.shape()[0], t.shape()[1]);
+    let (rs, cs) = (t.strides()[0], t.strides()[1]);
+    let guard = t.storage().read();
+    let src = T::slice(&guard).ok_or_else(|| Error::dtype("clone: dtype mismatch"))?;
+    if t.layout().storage_extent() > src.len() {
+        return Err(Error::index("tensor layout reaches past the end of its storage"));
+    }
+    let src = &src[t.layout().offset..];
+    let mut out: Vec<T> = Vec::with_capacity(rows * cols);
+    // One band of TILE_ROWS rows: `band` is its slots in `out`, `r0` its first row.
+    let copy_band = |r0: usize, band: &mut [std::mem::MaybeUninit<T>]| {
+        let h = band.len() / cols;
+        for c0 in (0..cols).step_by(TILE_COLS) {
+            let w = TILE_COLS.min(cols - c0);
+            if rs <= cs {
+                // Down the columns: the source's rows are the closer ones (a transposed view).
+                for j in c0..c0 + w {
+                    for i in 0..h {
+                        band[i * cols + j].write(src[(r0 + i) * rs + j * cs]);
+                    }
+                }
+            } else {
+                for i in 0..h {
+                    for j in c0..c0 + w {
+                        band[i * cols + j].write(src[(r0 + i) * rs + j * cs]);
+                    }
+                }
+            }
+        }
+    };
+    let dst = &mut out.spare_capacity_mut()[..rows * cols];
+    if rows * cols >= TILED_COPY_PARALLEL {
+        dst.par_chunks_mut(TILE_ROWS * cols).enumerate().for_each(|(b, band)| copy_band(b * TILE_ROWS, band));
+    } else {
+        dst.chunks_mut(TILE_ROWS * cols).enumerate().for_each(|(b, band)| copy_band(b * TILE_ROWS, band));
+    }
+    drop(guard);
+    // SAFETY: the bands cover all `rows` rows, and each band's tiles all `cols` columns of its rows,
+    // so every one of the `rows * cols` slots was written.
+    unsafe { out.set_len(rows * cols) };
+    Ok(out)
+}
+
 /// The backward of every shape operation: one variant per way of undoing it.
 #[derive(Clone)]
 enum ShapeBackward {
@@ -358,6 +422,9 @@ impl Tensor {
 
     /// A contiguous copy of the data with no history (internal: gradients, accumulators).
     pub fn clone_data(&self) -> Result<Tensor> {
+        if self.ndim() == 2 && self.numel() >= TILED_COPY_MIN && !self.layout().is_contiguous() {
+            return dispatch_all!(self.dtype(), T => Tensor::from_vec(tiled_copy_2d::<T>(self)?, self.shape()));
+        }
         dispatch_all!(self.dtype(), T => Tensor::from_vec(self.to_vec::<T>()?, self.shape()))
     }
 

@@ -318,6 +318,9 @@ impl Unary {
             }),
             Unary::Tanh => Entry::float("TanhBackward", float_kernel!(Heavy, |x| x.tanh()), Output, |g, k| {
                 let y = k.y()?;
+                if let Some(out) = fused_backward(g, y, |g, y| g * (1.0 - y * y), |g, y| g * (1.0 - y * y)) {
+                    return out;
+                }
                 g.mul(&y.mul(y)?.rsub_scalar(1.0)?)
             }),
             Unary::Sigmoid => {
@@ -332,7 +335,15 @@ impl Unary {
                 "ReluBackward",
                 float_kernel!(Cheap, |x| if x <= 0.0 { 0.0 } else { x }),
                 Output,
-                |g, k| Tensor::where_(&k.y()?.detach().compare_scalar(0.0, Cmp::Le)?, &zero_like(g)?, g),
+                |g, k| {
+                    let y = k.y()?;
+                    // NaN in `y` passes `g` through, as the `where` below does.
+                    let f32f = |g: f32, y: f32| if y <= 0.0 { 0.0 } else { g };
+                    if let Some(out) = fused_backward(g, y, f32f, |g, y| if y <= 0.0 { 0.0 } else { g }) {
+                        return out;
+                    }
+                    Tensor::where_(&y.detach().compare_scalar(0.0, Cmp::Le)?, &zero_like(g)?, g)
+                },
             )
             .ints(|x| x.max(0))
             .no_bools("Boolean inputs not supported for relu"),
@@ -612,6 +623,33 @@ fn sign<T: num_traits::Float>(x: T) -> T {
         -T::one()
     } else {
         T::zero()
+    }
+}
+
+// NOTE [Fused backward passes]: a backward formula is written with tensor operations so that it is
+// recorded under `create_graph` (and serves as the forward-mode rule). Run as written, `relu`'s is a
+// comparison, a zero tensor and a `where` (three passes and a bool tensor), `tanh`'s three
+// arithmetic passes, over tensors as large as the layer. When nothing would be recorded (no
+// operand requires grad with grad mode on, none carries a tangent) and the operands are float32
+// or float64 of one shape, `fused_backward` computes the same expression in one pass instead, with
+// the same operations in the same order, so the values are identical.
+
+/// `f(g, v)` element-wise in one pass (`f32`/`f64` by dtype) when the formula it replaces would
+/// record nothing; `None` (use the formula) otherwise. See NOTE [Fused backward passes].
+fn fused_backward(
+    g: &Tensor,
+    v: &Tensor,
+    f32f: impl Fn(f32, f32) -> f32 + Sync + Send,
+    f64f: impl Fn(f64, f64) -> f64 + Sync + Send,
+) -> Option<Result<Tensor>> {
+    let recorded = |t: &Tensor| (crate::autograd::is_grad_enabled() && t.requires_grad()) || t.has_visible_tangent();
+    if g.shape() != v.shape() || g.dtype() != v.dtype() || recorded(g) || recorded(v) {
+        return None;
+    }
+    match g.dtype() {
+        DType::Float32 => Some(crate::ops::kernel::zip(g, v, f32f)),
+        DType::Float64 => Some(crate::ops::kernel::zip(g, v, f64f)),
+        _ => None,
     }
 }
 
