@@ -14,6 +14,7 @@
 //! - [`ops`]: forward kernels and their backward formulas, by family;
 //! - [`autograd`]: nodes, saved tensors, grad mode, the engine, custom operations, anomaly mode;
 //! - [`error`]: the one error enum;
+//! - [`alloc`]: the global allocator (large blocks on huge pages, cached for loops);
 //! - [`roof`]: the machine's FMA roof and copy bandwidth, measured (for the benchmarks);
 //! - `python` (feature `python`): the PyO3 bindings.
 
@@ -23,6 +24,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod alloc;
 pub mod autograd;
 pub mod error;
 pub mod ops;
@@ -31,6 +33,10 @@ pub mod tensor;
 
 #[cfg(feature = "python")]
 mod python;
+
+/// Large blocks on huge pages, reused by loops (NOTE [Large-block cache] in `alloc.rs`).
+#[global_allocator]
+static GLOBAL: alloc::TapegradAlloc = alloc::TapegradAlloc;
 
 pub use autograd::{apply_custom, backward, grad, is_grad_enabled, set_grad_enabled, CustomOp, GradModeGuard};
 pub use error::{Error, Result};

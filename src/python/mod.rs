@@ -32,6 +32,8 @@ mod tensor_sort;
 mod tensor_unary;
 // bf16 (issue 19): the float32 matmul precision setting.
 mod precision;
+// issue 19: the allocator's large-block cache (private helpers).
+mod alloc;
 
 use pyo3::prelude::*;
 
@@ -63,6 +65,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     forward::register(m)?;
     precision::register(m)?;
     roof::register(m)?;
+    alloc::register(m)?;
     autograd::install_hooks();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);
     Ok(())
