@@ -44,6 +44,7 @@ use std::time::Duration;
 /// Blocks of this many bytes or more take the large path.
 pub const LARGE: usize = 1 << 20;
 /// Blocks of this many bytes or more are mapped on a huge-page boundary and advised huge pages.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 const HUGE: usize = 2 << 20;
 const PAGE: usize = 4096;
 /// How many freed blocks the cache holds at most.
@@ -98,6 +99,7 @@ fn state() -> std::sync::MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+#[inline(always)]
 fn is_large(layout: &Layout) -> bool {
     layout.size() >= LARGE && layout.align() <= PAGE
 }
@@ -314,6 +316,8 @@ pub fn cached_and_mapped() -> (usize, usize) {
     (state().cached, MAPPED.load(Ordering::Relaxed))
 }
 
+#[cold]
+#[inline(never)]
 fn large_alloc(len: usize, zeroed: bool) -> *mut u8 {
     if SWEEPER.load(Ordering::Acquire) == 0 {
         start_sweeper();
@@ -335,6 +339,8 @@ fn large_alloc(len: usize, zeroed: bool) -> *mut u8 {
     p
 }
 
+#[cold]
+#[inline(never)]
 fn large_free(ptr: *mut u8, len: usize) {
     let mut evicted = None;
     let kept = state().keep(ptr, len, &mut evicted);
@@ -351,6 +357,7 @@ pub struct TapegradAlloc;
 // mappings of at least the requested size, handed to one owner at a time (the cache removes a
 // block before returning it, and takes it back only at its owner's dealloc).
 unsafe impl GlobalAlloc for TapegradAlloc {
+    #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if is_large(&layout) {
             large_alloc(round_len(layout.size()), false)
@@ -360,6 +367,7 @@ unsafe impl GlobalAlloc for TapegradAlloc {
         }
     }
 
+    #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         if is_large(&layout) {
             large_alloc(round_len(layout.size()), true)
@@ -369,6 +377,7 @@ unsafe impl GlobalAlloc for TapegradAlloc {
         }
     }
 
+    #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         if is_large(&layout) {
             large_free(ptr, round_len(layout.size()));
@@ -378,6 +387,7 @@ unsafe impl GlobalAlloc for TapegradAlloc {
         }
     }
 
+    #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: the caller's contract makes this layout valid (same alignment, size rounded
         // up to the alignment fits isize).

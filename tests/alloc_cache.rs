@@ -81,3 +81,46 @@ fn a_released_cache_holds_nothing() {
     assert_eq!(tapegrad::alloc::release_cached(), cached);
     assert_eq!(tapegrad::alloc::cached_and_mapped().0, 0);
 }
+
+#[test]
+fn small_blocks_freed_on_other_threads_and_at_thread_exit_keep_their_values() {
+    let _serial = serial();
+    use std::sync::mpsc;
+    // Each thread makes blocks of every small size, checks them, and sends half to the next
+    // thread to be freed there; threads exit with full per-thread lists.
+    for _round in 0..3 {
+        let (txs, rxs): (Vec<_>, Vec<_>) = (0..4).map(|_| mpsc::channel::<Vec<Vec<u8>>>()).unzip();
+        let mut rxs: Vec<_> = rxs.into_iter().map(Some).collect();
+        let handles: Vec<_> = (0..4usize)
+            .map(|k| {
+                let tx = txs[(k + 1) % 4].clone();
+                let rx = rxs[k].take().expect("one receiver per thread");
+                thread::spawn(move || {
+                    let mut sent = Vec::new();
+                    for i in 0..2000usize {
+                        let len = 1 + (i * 7 + k) % 300;
+                        let fill = (i + k) as u8;
+                        let v = vec![fill; len];
+                        let mut w = v.clone();
+                        w.push(fill); // a reallocation, often within the class
+                        assert!(v.iter().chain(w.iter()).all(|&x| x == fill), "thread {k} block {i}");
+                        if i % 2 == 0 {
+                            sent.push(v);
+                        }
+                    }
+                    tx.send(sent).expect("the next thread is alive");
+                    let got = rx.recv().expect("the previous thread sends");
+                    for v in &got {
+                        let fill = v[0];
+                        assert!(v.iter().all(|&x| x == fill), "a block changed on its way between threads");
+                    }
+                    drop(got); // freed on this thread, allocated on another
+                })
+            })
+            .collect();
+        drop(txs);
+        for h in handles {
+            h.join().expect("a worker panicked");
+        }
+    }
+}
