@@ -15,6 +15,7 @@
 //! - [`autograd`]: nodes, saved tensors, grad mode, the engine, custom operations, anomaly mode;
 //! - [`error`]: the one error enum;
 //! - [`parallel`]: the thread pool of the parallel kernels (and how it survives `fork`);
+//! - [`alloc`]: the global allocator (large blocks on huge pages, cached for loops);
 //! - [`roof`]: the machine's FMA roof and copy bandwidth, measured (for the benchmarks);
 //! - `python` (feature `python`): the PyO3 bindings.
 
@@ -24,6 +25,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod alloc;
 pub mod autograd;
 pub mod error;
 pub mod ops;
@@ -33,6 +35,13 @@ pub mod tensor;
 
 #[cfg(feature = "python")]
 mod python;
+
+/// Large blocks on huge pages, reused by loops (NOTE [Large-block cache] in `alloc.rs`). The
+/// extension module's allocator only: a Rust program that links the crate keeps its own choice (it
+/// may set `tapegrad::alloc::TapegradAlloc` as its `#[global_allocator]`, as tests/alloc_cache.rs does).
+#[cfg(feature = "python")]
+#[global_allocator]
+static GLOBAL: alloc::TapegradAlloc = alloc::TapegradAlloc;
 
 pub use autograd::{apply_custom, backward, grad, is_grad_enabled, set_grad_enabled, CustomOp, GradModeGuard};
 pub use error::{Error, Result};

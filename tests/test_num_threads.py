@@ -115,3 +115,40 @@ def test_parallel_work_in_a_forked_child_finishes(threads):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "0", f"the child exited with {out.stdout.strip()}"
+
+
+FORK_WHILE_ALLOCATING = textwrap.dedent(
+    """
+    import os, threading
+    import tapegrad as tg
+    stop = False
+
+    def churn():
+        # large blocks (4 MB) freed and requested again: the allocator's cache and its lock are busy
+        while not stop:
+            for _ in range(4):
+                tg.zeros(1 << 20).add_(1.0)
+
+    t = threading.Thread(target=churn)
+    t.start()
+    codes = []
+    for _ in range(20):
+        pid = os.fork()
+        if pid == 0:
+            total = sum(float(tg.ones(1 << 20).sum()) for _ in range(5))
+            os._exit(0 if total == 5 * (1 << 20) else 3)
+        codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+    stop = True
+    t.join()
+    print(codes)
+    """
+)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_large_allocations_in_a_child_forked_while_another_thread_allocates():
+    # src/alloc.rs, NOTE [The allocator across fork]: the cache's lock is never copied held.
+    out = subprocess.run([sys.executable, "-c", FORK_WHILE_ALLOCATING], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str([0] * 20)

@@ -34,6 +34,8 @@ mod tensor_unary;
 mod precision;
 // The size of the thread pool (set_num_threads / get_num_threads).
 mod threads;
+// issue 19: the allocator's large-block cache (private helpers).
+mod alloc;
 
 use pyo3::prelude::*;
 
@@ -66,6 +68,7 @@ fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     precision::register(m)?;
     roof::register(m)?;
     threads::register(m)?;
+    alloc::register(m)?;
     autograd::install_hooks();
     gateway::install_host_lock();
     crate::autograd::anomaly::set_warning_hook(errors::warn_user);

@@ -1,5 +1,7 @@
 //! Factories.
 
+use std::alloc::{GlobalAlloc, Layout, System};
+
 use super::dtype::{DType, Scalar};
 use super::element::Element;
 use super::Tensor;
@@ -29,10 +31,19 @@ pub(crate) fn check_alloc(shape: &[usize], dtype: DType) -> Result<usize> {
         return Err(refused());
     }
     if bytes >= PROBE_BYTES {
-        let mut probe: Vec<u8> = Vec::new();
-        probe.try_reserve_exact(bytes).map_err(|_| refused())?;
+        // Straight from the system allocator, not the global one: a probe is no request of the
+        // program's, and must not count as one of the sizes a loop repeats (NOTE [Large-block
+        // cache] in `alloc.rs`).
+        let layout = Layout::from_size_align(bytes, 64).map_err(|_| refused())?;
+        // SAFETY: the layout's size is nonzero (at least PROBE_BYTES).
+        let probe = unsafe { System.alloc(layout) };
         // Keeps the optimizer from eliding the allocation (and assuming it succeeded).
-        std::hint::black_box(probe.as_ptr());
+        let probe = std::hint::black_box(probe);
+        if probe.is_null() {
+            return Err(refused());
+        }
+        // SAFETY: `probe` came from `System.alloc` with this layout.
+        unsafe { System.dealloc(probe, layout) };
     }
     Ok(n)
 }

@@ -1,0 +1,168 @@
+"""The allocator's large-block cache (NOTE [Large-block cache] in src/alloc.rs): a loop reuses its
+large buffers (no page faults after warm-up, values intact), and memory still goes back: at once
+for a graph built once or twice, within about a second after a loop ends, and on demand through
+the private `_release_cached_memory()`.
+"""
+
+import gc
+import os
+import resource
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+from tapegrad import _tapegrad as C
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
+
+SIZES, BATCH = (256, 1024, 1024, 256), 256  # every activation and weight gradient is >= 1 MiB
+
+
+def rss_mb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def minor_faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def make_step(seed=0):
+    """One step of a bias-free ReLU MLP with a mean-squared loss, and a NumPy oracle for its
+    weight gradients."""
+    rng = np.random.default_rng(seed)
+    ws_np = [(rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32) for a, b in zip(SIZES, SIZES[1:])]
+    x_np = rng.standard_normal((BATCH, SIZES[0])).astype(np.float32)
+    y_np = rng.standard_normal((BATCH, SIZES[-1])).astype(np.float32)
+    ws = [tg.tensor(w, requires_grad=True) for w in ws_np]
+    x, y = tg.tensor(x_np), tg.tensor(y_np)
+
+    def step():
+        h = x
+        for i, w in enumerate(ws):
+            h = h.mm(w)
+            if i < len(ws) - 1:
+                h = h.relu()
+        loss = ((h - y) ** 2).mean()
+        for w in ws:
+            w.grad = None
+        loss.backward()
+        return [w.grad for w in ws]
+
+    def oracle():
+        x64, ws64 = x_np.astype(np.float64), [w.astype(np.float64) for w in ws_np]
+        hs, h = [x64], x64
+        for i, w in enumerate(ws64):
+            h = h @ w
+            if i < len(ws64) - 1:
+                h = np.maximum(h, 0)
+            hs.append(h)
+        g = 2 * (h - y_np) / h.size
+        grads = [None] * len(ws64)
+        for i in reversed(range(len(ws64))):
+            grads[i] = hs[i].T @ g
+            g = g @ ws64[i].T
+            if i > 0:
+                g = g * (hs[i] > 0)
+        return grads
+
+    return step, oracle
+
+
+@linux_only
+def test_a_loop_takes_no_page_faults_after_warm_up_and_its_values_hold():
+    step, oracle = make_step()
+    faults = []
+    for _ in range(8):
+        f0 = minor_faults()
+        grads = step()
+        faults.append(minor_faults() - f0)
+    # A step allocates about 12 MiB of large buffers (three weight gradients, the activations and
+    # their gradients, 1 MiB or more each): 3,000 fresh 4 KB pages without reuse, fewer on huge
+    # pages. After warm-up the loop reuses them all.
+    assert faults[0] > 50, f"the first step should map fresh memory: {faults}"
+    assert max(faults[-3:]) <= max(2, faults[0] // 100), f"minor faults per step: {faults}"
+    for g, want in zip(grads, oracle()):
+        np.testing.assert_allclose(g.numpy(), want, rtol=1e-4, atol=1e-6)
+    cached, mapped = C._cached_memory()
+    assert cached > 0 and mapped >= cached
+
+
+@linux_only
+def test_a_graph_built_twice_gives_its_memory_back_at_once():
+    # A size freed and requested again only once is no loop: 100 MB saved twice, both times
+    # unmapped when the graph goes (the rule test_leaks' large-tensor test relies on).
+    C._release_cached_memory()
+    x = tg.ones(25_000_000, requires_grad=True)
+    before = rss_mb()
+    for _ in range(2):
+        y = (x * 2).exp()  # exp saves its 100 MB output
+        assert rss_mb() - before > 80
+        del y
+        assert rss_mb() - before < 20, f"{rss_mb() - before:.0f} MB stayed resident after the drop"
+
+
+@linux_only
+def test_memory_returns_within_a_second_after_a_loop_ends():
+    step, _ = make_step(1)
+    gc.collect()
+    C._release_cached_memory()
+    before = rss_mb()
+    for _ in range(6):
+        step()
+    del step
+    gc.collect()
+    cached, _ = C._cached_memory()
+    assert cached > 4 * 2**20, "the loop's buffers should be cached right after it"
+    deadline = time.monotonic() + 5
+    while C._cached_memory()[0] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert C._cached_memory()[0] == 0, "the sweeper did not release idle blocks"
+    assert rss_mb() - before < 10, f"{rss_mb() - before:.1f} MB stayed resident after the loop"
+
+
+@linux_only
+def test_release_cached_memory_gives_everything_back_at_once():
+    step, _ = make_step(2)
+    gc.collect()
+    C._release_cached_memory()
+    before = rss_mb()
+    for _ in range(6):
+        step()
+    del step
+    gc.collect()
+    cached, _ = C._cached_memory()
+    released = C._release_cached_memory()
+    assert released == cached > 0
+    assert C._cached_memory()[0] == 0
+    assert rss_mb() - before < 10
+
+
+def test_threads_allocating_large_blocks_keep_their_values():
+    # Several threads build and drop tensors of the same few large sizes at once (the kernels run
+    # without the GIL), so the cache hands blocks between threads; every value is checked.
+    errors = []
+
+    def work(k):
+        try:
+            for i in range(30):
+                n = (1 << 18) * (1 + (i + k) % 3)  # 1, 2 or 3 MiB of float32
+                a = tg.full((n,), float(k + 1))
+                b = a * 2.0 + float(i)
+                got = b.numpy()
+                if not (got.min() == got.max() == 2.0 * (k + 1) + i):
+                    errors.append((k, i, got.min(), got.max()))
+                del a, b, got
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
