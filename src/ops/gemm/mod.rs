@@ -1,13 +1,14 @@
-//! Single-precision matrix multiply: a blocked, packed GEMM around an AVX-512 micro-kernel, split
-//! across the rayon pool; `matrixmultiply` where AVX-512 is absent and for f64.
+//! Single-precision matrix multiply: a blocked, packed GEMM around an AVX-512 micro-kernel, run by
+//! the calling thread and a persistent team of helper threads (`team.rs`); `matrixmultiply` where
+//! AVX-512 is absent and for f64.
 //!
 //! Blocking (the BLIS scheme, mirrored for row-major `C` because the kernel broadcasts `A` and
 //! vectorizes along the columns of `B`):
 //! - `KC` steps of `k` per pass: one packed 12×KC panel of `A` (18 KB) stays in L1 while the
 //!   kernel sweeps the packed KC×NC block of `B` (768 KB, in the 2 MB L2);
 //! - `MC` rows of `A` packed per pass (2.3 MB, in L3);
-//! - threads split `C` into column (or row) bands, each with its own packing buffers, so they
-//!   share nothing but the read-only inputs; bands are whole panels wide.
+//! - on several threads the members of the team share each packed block of `B` and split the rows
+//!   (or the panels) of `C` between them (NOTE [Shared panels], NOTE [Why a team and not rayon]).
 //!
 //! NOTE [Why a hand-written SGEMM]: float32 matrix multiply bounds the heavy workloads (README,
 //! "Performance"), so its speed is theirs. This kernel reaches 164 GFLOP/s on one core for 2048³,
@@ -30,12 +31,17 @@ const MC: usize = 1536;
 const NC: usize = 512;
 /// Columns of a block of `B` shared by the team (NOTE [Shared panels]).
 const NC_TEAM: usize = 512;
-/// Below this many multiply-adds a second thread costs more than it saves. Measured on a quiet
-/// 2-core Zen 5 (`benches/compare.py`, 2026-11-24): W1's 64×1000×100 (6.4M) ran at 154 GFLOP/s on two
-/// threads against 192 on one (each band packs a whole copy of the other operand, which a small
-/// product does not repay), and W1 itself went from 0.227 to 0.191 ms/step with it on one. 256³
-/// (16.8M) alone is also faster on one thread (0.129 against 0.146 ms), but W6, whose forward is a
-/// sequence of them, went from 80 to 105 ms/step when they ran serially: so the line sits between.
+/// Below this many multiply-adds the team (a second thread) is not used. Measured on the 2-core
+/// Zen 5 with the shared-panel team (2026-11-24, load average about 2, other engineers' jobs beside):
+/// - 256³ (16.8M), product alone (`benches/compare.py` MM256, fastest round): 0.071 ms on two threads
+///   against 0.128 on one (81% of the two-core roof); W6, whose forward is a sequence of them, 80.9
+///   to 82.5 ms/step against 96.2 to 96.6 for the rayon bands of before (medians 94–96 against
+///   105–106): above the line.
+/// - W1's 64×1000×100 and its backward products (6.4M), alone in a loop (`gemm_libs`): 314–381
+///   GFLOP/s on two threads against 192–198 on one. But W1 itself, where Python runs between the
+///   products and the helper must wake up for each, went from 0.200 to 0.274 ms/step (fastest
+///   round) with them on the team (line at 2²¹): below the line, serial.
+/// So the line stays between the two.
 const PAR_MIN_WORK: usize = 1 << 23;
 
 /// A 64-byte-aligned chunk of 16 four-byte words, so packed panels start on cache-line
@@ -108,7 +114,13 @@ unsafe fn sgemm_threads(p: Problem<f32>, threads: usize, min_work: usize) {
     let alone = threads < 2 || m * n * k < min_work || row_panels.max(col_panels) < 2;
     if !alone && rayon::current_thread_index().is_none() {
         if let Some(mut team) = team::try_acquire() {
-            let split_rows = row_panels >= threads;
+            // Rows when `A` must be packed (each member then packs only its own rows) or `C` is
+            // tall; else panels (each member reads all of `A` in place and packs only the panels
+            // of `B` it uses: no barrier). Measured on 2 threads (GFLOP/s, rows against panels,
+            // `gemm_libs`, the same minute): 64×1000×100 314 / 373, 64×100×1000 (B transposed)
+            // 342 / 382, 256³ 513 / 532, 256×1024×4096 448 / 466; but 1000×64×100 with `A`
+            // transposed 370 / 341, 4096×256×4096 likewise 484 / 450, 4096³ 472 / 465.
+            let split_rows = row_panels >= threads && (p.csa != 1 || m >= 1024 || col_panels < threads);
             let members = team.members(threads.min(if split_rows { row_panels } else { col_panels }));
             if members >= 2 {
                 // SAFETY: as for this function; `team` is held.

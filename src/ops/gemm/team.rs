@@ -14,9 +14,13 @@
 //! - a panic inside a job would leave the others waiting at a barrier, so it aborts the process
 //!   (the kernels do not panic: no indexing that can fail, and allocation failure aborts anyway).
 //!
-//! Helpers spin briefly after a job (a training step issues its products microseconds apart, and
-//! waking a parked thread costs tens of microseconds, as long as a 256³ product takes on two
-//! cores), then yield, then park until the next job.
+//! Helpers spin briefly after a job (`SPIN_FOR`: a forward pass issues its products microseconds
+//! apart, and waking a parked thread costs tens of microseconds, about what a 256³ product takes on
+//! two cores), then yield the core (to `YIELD_FOR`), then park until the next job. The waits are
+//! short because a spinning helper takes a core from whatever runs between the products (the
+//! element-wise passes on rayon's workers, other processes): with 30 and 300 µs, W6 (256³ products
+//! between `tanh`s, then branches on rayon) measured slower than with 20 and 60 (one run each on a
+//! busy machine, so a hint rather than a measurement).
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -27,8 +31,8 @@ use std::time::{Duration, Instant};
 use super::Line;
 
 /// How long an idle helper spins (then yields the core until `YIELD_FOR`), before parking.
-const SPIN_FOR: Duration = Duration::from_micros(30);
-const YIELD_FOR: Duration = Duration::from_micros(300);
+const SPIN_FOR: Duration = Duration::from_micros(20);
+const YIELD_FOR: Duration = Duration::from_micros(60);
 
 /// A job: every member calls it with its index (the caller is member 0).
 type Job = dyn Fn(usize) + Sync + 'static;
@@ -173,7 +177,7 @@ fn serve(me: &Helper, id: usize) {
                 break;
             }
             n = n.wrapping_add(1);
-            let waited = if n % 64 == 0 { since.elapsed() } else { Duration::ZERO };
+            let waited = if n.is_multiple_of(64) { since.elapsed() } else { Duration::ZERO };
             if waited >= YIELD_FOR {
                 // A stale unpark makes this return at once; the loop re-checks the ticket.
                 std::thread::park();
