@@ -41,6 +41,7 @@ const NC_TEAM: usize = 512;
 ///   GFLOP/s on two threads against 192–198 on one. But W1 itself, where Python runs between the
 ///   products and the helper must wake up for each, went from 0.200 to 0.274 ms/step (fastest
 ///   round) with them on the team (line at 2²¹): below the line, serial.
+///
 /// So the line stays between the two.
 const PAR_MIN_WORK: usize = 1 << 23;
 
