@@ -11,6 +11,7 @@
 //!   Python thread, another branch) does not wait for it but runs serially on its own thread;
 //! - a caller on a rayon worker never takes it (`sgemm` checks): there the pool's other workers
 //!   run sibling branches, and a helper would only add a third thread to two busy cores;
+//! - a forked child, which has none of the parent's helpers, runs serially;
 //! - a panic inside a job would leave the others waiting at a barrier, so it aborts the process
 //!   (the kernels do not panic: no indexing that can fail, and allocation failure aborts anyway).
 //!
@@ -69,6 +70,9 @@ static TEAM: Team = Team {
     helpers: UnsafeCell::new(Vec::new()),
     buffer: UnsafeCell::new(Vec::new()),
 };
+
+/// The process whose threads the helpers are.
+static OWNER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// Exclusive use of the team until dropped.
 pub(super) struct Guard(());
@@ -136,6 +140,14 @@ impl Guard {
     pub(super) fn members(&mut self, members: usize) -> usize {
         // SAFETY: this guard holds `busy`.
         let helpers = unsafe { &mut *TEAM.helpers.get() };
+        // A forked child (Python's `multiprocessing`) inherits the list but not the threads: it
+        // would wait for them forever, so it runs serially.
+        let pid = std::process::id();
+        if helpers.is_empty() {
+            OWNER.store(pid, Ordering::Relaxed);
+        } else if OWNER.load(Ordering::Relaxed) != pid {
+            return 1;
+        }
         while helpers.len() + 1 < members {
             let id = helpers.len() + 1;
             let (tx, rx) = std::sync::mpsc::channel();
