@@ -13,9 +13,11 @@
 //! prints its choice (`OPENBLAS_CORETYPE=SkylakeX` forces the AVX-512 one where it does not know the
 //! CPU: the Zen 5 of issue 19 gets `Haswell`, AVX2, by default).
 //!
-//! Each shape runs every library in turn, round after round (interleaved, so a busy period of the
-//! machine hurts them alike), and the table gives each one's best round as GFLOP/s and as a fraction
-//! of the FMA roof measured in the same process with the same number of threads (`tapegrad::roof`).
+//! Each shape runs every library in turn, each for a block of rounds after a pause (not interleaved
+//! round by round: OpenBLAS's threads keep spinning for about 0.1 s after a call, which would take a
+//! core from whichever library came next), and the table gives each one's best round as GFLOP/s
+//! and as a fraction of the FMA roof measured in the same process with the same number of threads
+//! (`tapegrad::roof`).
 //! Each thread count runs in its own child process, because `matrixmultiply` reads its thread count
 //! (`MATMUL_NUM_THREADS`) once per process.
 
@@ -264,17 +266,22 @@ fn child(threads: usize) {
             run(lib, &mut o, threads, blas.as_ref()); // warm-up, and the check
             errs[i] = check(&o);
         }
-        let start = Instant::now();
-        let mut rounds = 0;
-        while rounds < 3 || start.elapsed().as_secs_f64() < BUDGET * libs.len() as f64 {
-            for (i, &lib) in libs.iter().enumerate() {
+        // Each library's rounds in a block of their own, after a pause: OpenBLAS's threads spin
+        // for a long while after a call (`OPENBLAS_THREAD_TIMEOUT`, about 0.1 s by default), and
+        // on two cores a library timed in that window gets one core less (interleaved rounds
+        // took tapegrad's two-thread 256³ from 509 to 165 GFLOP/s, 2026-11-24).
+        for (i, &lib) in libs.iter().enumerate() {
+            std::thread::sleep(Duration::from_millis(300));
+            let start = Instant::now();
+            let mut rounds = 0;
+            while rounds < 3 || start.elapsed().as_secs_f64() < BUDGET {
                 let t0 = Instant::now();
                 run(lib, &mut o, threads, blas.as_ref());
                 best[i] = best[i].min(t0.elapsed());
-            }
-            rounds += 1;
-            if rounds >= 200 {
-                break;
+                rounds += 1;
+                if rounds >= 200 {
+                    break;
+                }
             }
         }
         let fastest = best.iter().min().copied().unwrap_or(Duration::MAX);

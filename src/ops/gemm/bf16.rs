@@ -18,13 +18,14 @@
 //! pass: rows of pair words are interleaved from two rows of floats when the panel's width is the
 //! contiguous direction, and transposed 16×16 in registers when `k` is.
 //!
-//! Self-contained on purpose: it shares only `Problem` with the float32 kernel in `mod.rs`.
+//! It shares `Problem` and the packing buffers (`lines`, `BUFFERS`) with the float32 kernel in
+//! `mod.rs`.
 
 use std::arch::x86_64::*;
-use std::cell::RefCell;
 
 use rayon::prelude::*;
 
+use super::{lines, BUFFERS};
 use crate::ops::linalg::Problem;
 
 /// Rows of `C` per micro-kernel call.
@@ -37,26 +38,6 @@ const KC: usize = 512;
 const NC: usize = 512;
 /// Below this many multiply-adds a second thread costs more than it saves.
 const PAR_MIN_WORK: usize = 1 << 20;
-
-/// A 64-byte-aligned chunk of pair words.
-#[derive(Clone, Copy)]
-#[repr(C, align(64))]
-struct Line([u32; 16]);
-
-thread_local! {
-    /// Packing buffers of this thread, reused across calls: (A panel, B block).
-    static BUFFERS: RefCell<(Vec<Line>, Vec<Line>)> = const { RefCell::new((Vec::new(), Vec::new())) };
-}
-
-fn words(buf: &mut Vec<Line>, n: usize) -> &mut [u32] {
-    let need = n.div_ceil(16);
-    if buf.len() < need {
-        buf.resize(need, Line([0; 16]));
-    }
-    // SAFETY: `Line` is 16 u32 with no padding (size 64 = 16 × 4), so the vector holds `need × 16`
-    // initialised u32 values.
-    unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<u32>(), n) }
-}
 
 /// One band of `C` handed to a worker thread.
 #[derive(Clone, Copy)]
@@ -136,8 +117,8 @@ unsafe fn serial(p: Problem<f32>) {
         let mut bufs = cell.borrow_mut();
         let (abuf, bbuf) = &mut *bufs;
         let kp_max = KC.min(p.k).div_ceil(2);
-        let ap = words(abuf, MR * kp_max);
-        let bp = words(bbuf, NC.min(p.n.div_ceil(NR) * NR) * kp_max);
+        let ap: &mut [u32] = lines(abuf, MR * kp_max);
+        let bp: &mut [u32] = lines(bbuf, NC.min(p.n.div_ceil(NR) * NR) * kp_max);
         for jc in (0..p.n).step_by(NC) {
             let nc = NC.min(p.n - jc);
             for pc in (0..p.k).step_by(KC) {

@@ -1,13 +1,14 @@
-//! Single-precision matrix multiply: a blocked, packed GEMM around an AVX-512 micro-kernel, split
-//! across the rayon pool; `matrixmultiply` where AVX-512 is absent and for f64.
+//! Single-precision matrix multiply: a blocked, packed GEMM around an AVX-512 micro-kernel, run by
+//! the calling thread and a persistent team of helper threads (`team.rs`); `matrixmultiply` where
+//! AVX-512 is absent and for f64.
 //!
 //! Blocking (the BLIS scheme, mirrored for row-major `C` because the kernel broadcasts `A` and
 //! vectorizes along the columns of `B`):
 //! - `KC` steps of `k` per pass: one packed 12×KC panel of `A` (18 KB) stays in L1 while the
 //!   kernel sweeps the packed KC×NC block of `B` (768 KB, in the 2 MB L2);
 //! - `MC` rows of `A` packed per pass (2.3 MB, in L3);
-//! - threads split `C` into column (or row) bands, each with its own packing buffers, so they
-//!   share nothing but the read-only inputs; bands are whole panels wide.
+//! - on several threads the members of the team share each packed block of `B` and split the rows
+//!   (or the panels) of `C` between them (NOTE [Shared panels], NOTE [Why a team and not rayon]).
 //!
 //! NOTE [Why a hand-written SGEMM]: float32 matrix multiply bounds the heavy workloads (README,
 //! "Performance"), so its speed is theirs. This kernel reaches 164 GFLOP/s on one core for 2048³,
@@ -18,10 +19,9 @@
 mod avx512;
 mod bf16;
 mod pack;
+mod team;
 
 use std::cell::RefCell;
-
-use rayon::prelude::*;
 
 use super::linalg::Problem;
 use avx512::{MR, NR};
@@ -29,55 +29,49 @@ use avx512::{MR, NR};
 const KC: usize = 384;
 const MC: usize = 1536;
 const NC: usize = 512;
-/// Below this many multiply-adds a second thread costs more than it saves. Measured on a quiet
-/// 2-core Zen 5 (`benches/compare.py`, 2026-11-24): W1's 64×1000×100 (6.4M) ran at 154 GFLOP/s on two
-/// threads against 192 on one (each band packs a whole copy of the other operand, which a small
-/// product does not repay), and W1 itself went from 0.227 to 0.191 ms/step with it on one. 256³
-/// (16.8M) alone is also faster on one thread (0.129 against 0.146 ms), but W6, whose forward is a
-/// sequence of them, went from 80 to 105 ms/step when they ran serially: so the line sits between.
+/// Columns of a block of `B` shared by the team (NOTE [Shared panels]).
+const NC_TEAM: usize = 512;
+/// Below this many multiply-adds the team (a second thread) is not used. Measured on the 2-core
+/// Zen 5 with the shared-panel team (2026-11-24, load average about 2, other engineers' jobs beside):
+/// - 256³ (16.8M), product alone (`benches/compare.py` MM256, fastest round): 0.071 ms on two threads
+///   against 0.128 on one (81% of the two-core roof); W6, whose forward is a sequence of them, 80.9
+///   to 82.5 ms/step against 96.2 to 96.6 for the rayon bands of before (medians 94–96 against
+///   105–106): above the line.
+/// - W1's 64×1000×100 and its backward products (6.4M), alone in a loop (`gemm_libs`): 314–381
+///   GFLOP/s on two threads against 192–198 on one. But W1 itself, where Python runs between the
+///   products and the helper must wake up for each, went from 0.200 to 0.274 ms/step (fastest
+///   round) with them on the team (line at 2²¹): below the line, serial.
+///
+/// So the line stays between the two.
 const PAR_MIN_WORK: usize = 1 << 23;
 
-/// A 64-byte-aligned chunk, so packed panels start on cache-line boundaries.
+/// A 64-byte-aligned chunk of 16 four-byte words, so packed panels start on cache-line
+/// boundaries.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
-struct Line([f32; 16]);
+struct Line([u32; 16]);
+
+/// What a packing buffer holds: `f32` values (this kernel) or bfloat16 pair words (`bf16`).
+trait Word: Copy {}
+impl Word for f32 {}
+impl Word for u32 {}
 
 thread_local! {
-    /// Packing buffers of this thread, reused across calls: (A block, B block).
+    /// Packing buffers of this thread, reused across calls and by both kernels: (A, B).
     static BUFFERS: RefCell<(Vec<Line>, Vec<Line>)> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
-fn lines(buf: &mut Vec<Line>, floats: usize) -> &mut [f32] {
-    let need = floats.div_ceil(16);
+/// The first `n` words of `buf`, grown (zero-filled) to hold them.
+fn lines<T: Word>(buf: &mut Vec<Line>, n: usize) -> &mut [T] {
+    const { assert!(std::mem::size_of::<T>() == 4 && std::mem::align_of::<T>() <= 4) };
+    let need = n.div_ceil(16);
     if buf.len() < need {
-        buf.resize(need, Line([0.0; 16]));
+        buf.resize(need, Line([0; 16]));
     }
-    // SAFETY: `Line` is 16 f32 with no padding (size 64 = 16 × 4), so the vector is `need × 16`
-    // initialised f32 values.
-    unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<f32>(), floats) }
-}
-
-// SAFETY: a `Problem` crosses threads only inside `sgemm`, as a band of `C` disjoint from every
-// other band; `A` and `B` are only read.
-unsafe impl Send for Problem<f32> {}
-// SAFETY: as for `Send`: shared `Problem`s are only read, and their bands of `C` are disjoint.
-unsafe impl Sync for Problem<f32> {}
-
-impl Problem<f32> {
-    /// Rows `r0..r0+rows` of `C` (and `A`).
-    fn rows(self, r0: usize, rows: usize) -> Self {
-        Problem {
-            m: rows,
-            a: self.a.wrapping_offset(r0 as isize * self.rsa),
-            c: self.c.wrapping_add(r0 * self.ldc),
-            ..self
-        }
-    }
-
-    /// Columns `c0..c0+cols` of `C` (and `B`).
-    fn cols(self, c0: usize, cols: usize) -> Self {
-        Problem { n: cols, b: self.b.wrapping_offset(c0 as isize * self.csb), c: self.c.wrapping_add(c0), ..self }
-    }
+    // SAFETY: `Line` is 16 four-byte words with no padding (size 64), so the vector holds
+    // `need × 16 >= n` initialised words, and `T` (`f32` or `u32`) is four bytes, no stricter
+    // aligned than `Line`, and valid for every bit pattern.
+    unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<T>(), n) }
 }
 
 /// `C = A · B` for one [`Problem`]: an m×k `A` and k×n `B` with element strides, into row-major
@@ -103,36 +97,175 @@ pub(crate) unsafe fn sgemm(p: Problem<f32>) {
         return;
     }
     let threads = crate::parallel::threads();
+    // SAFETY: AVX-512F was detected above; the operands are the caller's.
+    unsafe { sgemm_threads(p, threads, PAR_MIN_WORK) }
+}
+
+/// The AVX-512 multiply on up to `threads` threads when it has `min_work` multiply-adds or more
+/// (tests force the shared path on small shapes through this).
+///
+/// # Safety
+/// The CPU must support AVX-512F; the operands as for `sgemm`, with `m`, `n` and `k` nonzero.
+unsafe fn sgemm_threads(p: Problem<f32>, threads: usize, min_work: usize) {
+    let Problem { m, k, n, .. } = p;
     let (row_panels, col_panels) = (m.div_ceil(MR), n.div_ceil(NR));
-    if threads < 2 || m * n * k < PAR_MIN_WORK || row_panels.max(col_panels) < 2 {
-        // SAFETY: AVX-512F was detected above; the operands are the caller's.
-        unsafe { serial(p) };
-        return;
-    }
-    // Split into bands of whole panels, one per thread. Each band packs its own share of one
-    // operand and all of the other, so split the dimension whose split duplicates the smaller
-    // packing (columns duplicate A's m·k, rows duplicate B's k·n), provided it has a panel for
-    // every thread.
-    let by_cols = if row_panels < threads {
-        true
-    } else if col_panels < threads {
-        false
-    } else {
-        m * k <= k * n
-    };
-    let (panels, width, len) = if by_cols { (col_panels, NR, n) } else { (row_panels, MR, m) };
-    let parts = threads.min(panels);
-    let per = panels.div_ceil(parts) * width;
-    crate::parallel::install(|| {
-        (0..parts).into_par_iter().for_each(|t| {
-            let start = t * per;
-            if start < len {
-                let size = per.min(len - start);
-                // SAFETY: AVX-512F was detected above; each band is a sub-block of the caller's valid
-                // operands, and bands are disjoint ranges of rows or columns of `C`.
-                unsafe { serial(if width == NR { p.cols(start, size) } else { p.rows(start, size) }) }
+    // A caller on a rayon worker runs serially (NOTE [Why a team and not rayon]).
+    let alone = threads < 2 || m * n * k < min_work || row_panels.max(col_panels) < 2;
+    if !alone && rayon::current_thread_index().is_none() {
+        if let Some(mut team) = team::try_acquire() {
+            // Rows when `A` must be packed (each member then packs only its own rows) or `C` is
+            // tall; else panels (each member reads all of `A` in place and packs only the panels
+            // of `B` it uses: no barrier). Measured on 2 threads (GFLOP/s, rows against panels,
+            // `gemm_libs`, the same minute): 64×1000×100 314 / 373, 64×100×1000 (B transposed)
+            // 342 / 382, 256³ 513 / 532, 256×1024×4096 448 / 466; but 1000×64×100 with `A`
+            // transposed 370 / 341, 4096×256×4096 likewise 484 / 450, 4096³ 472 / 465.
+            let split_rows = row_panels >= threads && (p.csa != 1 || m >= 1024 || col_panels < threads);
+            let members = team.members(threads.min(if split_rows { row_panels } else { col_panels }));
+            if members >= 2 {
+                // SAFETY: as for this function; `team` is held.
+                unsafe { shared(p, &mut team, members, split_rows) };
+                return;
             }
-        })
+        }
+    }
+    // SAFETY: AVX-512F is this function's precondition; the operands are the caller's.
+    unsafe { serial(p) }
+}
+
+/// A `Problem` handed to the members of a team job.
+#[derive(Clone, Copy)]
+struct Shared {
+    p: Problem<f32>,
+    /// The two packing blocks of `B` (`2 × block` floats), in the team's buffer.
+    b: *mut f32,
+    block: usize,
+}
+// SAFETY: members write disjoint rows (or panels) of `C` and disjoint panels of the `B` blocks,
+// separated by barriers from the reads of the others; `A` and `B` are only read.
+unsafe impl Send for Shared {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Shared {}
+
+/// The team's multiply (NOTE [Shared panels]).
+///
+/// # Safety
+/// As for `sgemm_threads`, with `members` at most what `team.members` returned.
+unsafe fn shared(p: Problem<f32>, team: &mut team::Guard, members: usize, split_rows: bool) {
+    let block = NC_TEAM.min(p.n.div_ceil(NR) * NR) * KC.min(p.k);
+    let b = lines::<f32>(team.buffer(), 2 * block).as_mut_ptr();
+    let job = Shared { p, b, block };
+    let barrier = team::Barrier::new(members);
+    team.run(members, &|id| {
+        // SAFETY: AVX-512F is this function's precondition; the job's buffer holds two blocks.
+        unsafe { member(job, id, members, split_rows, &barrier) }
+    });
+}
+
+// NOTE [Shared panels]: two threads share each packed block of `B` (the BLIS scheme) instead of
+// each packing a private copy of the operand its band of `C` does not split (the split before this
+// one: whole bands per rayon task). For each `KC × NC_TEAM` block of `B`, taken columns outermost
+// (so a column block of `C` stays in L3 across the steps of `k`), every member packs its share of
+// the block's panels into one buffer, all meet at a barrier, and each then sweeps its own rows of
+// `C` (rows of `A`: read in place when row-major, else packed one 12-row panel at a time into its
+// own buffer) against the whole block. The buffer is double: a member that is ahead packs the next
+// block into the other half while the others still read this one, so one barrier per block
+// suffices (to pack block i + 2 into a half, a member must have passed barrier i + 1, which every
+// member reaches only after finishing block i). With fewer 12-row panels than members (a short
+// `C`), members split the block's `NR`-column panels instead and read only what they packed, each
+// in a region of the buffer of its own whatever the block's size: no
+// barrier at all.
+//
+// Every value of `C` is summed in the same order as in `serial` (the same `KC` blocks, the same
+// kernel), so the result does not depend on the number of threads: the tests compare bits.
+
+/// One member's part of a team multiply.
+///
+/// # Safety
+/// AVX-512F; `job` as built by `shared`, run by `members` members with distinct `id`s that all
+/// call `barrier.wait()` the same number of times.
+unsafe fn member(job: Shared, id: usize, members: usize, split_rows: bool, barrier: &team::Barrier) {
+    let Shared { p, b, block } = job;
+    let part = |total: usize| (total * id / members, total * (id + 1) / members);
+    let (r0, r1) = if split_rows {
+        let (q0, q1) = part(p.m.div_ceil(MR));
+        (q0 * MR, (q1 * MR).min(p.m))
+    } else {
+        (0, p.m)
+    };
+    let direct_a = p.csa == 1;
+    let kc_max = KC.min(p.k);
+    BUFFERS.with(|cell| {
+        let mut bufs = cell.borrow_mut();
+        let ap: &mut [f32] = lines(&mut bufs.0, MR * kc_max);
+        let mut half = 0;
+        for jc in (0..p.n).step_by(NC_TEAM) {
+            let nc = NC_TEAM.min(p.n - jc);
+            let panels = nc.div_ceil(NR);
+            // Without barriers each member must keep to one region of the buffer in every block:
+            // its share of the largest block's panels, at the largest block's panel size.
+            let (q0, q1) = if split_rows {
+                part(panels)
+            } else {
+                let (q0, q1) = part(block / (kc_max * NR));
+                (q0.min(panels), q1.min(panels))
+            };
+            for pc in (0..p.k).step_by(KC) {
+                let kc = KC.min(p.k - pc);
+                let bp = b.wrapping_add(half * block);
+                half ^= 1;
+                let own = q0 * NR * if split_rows { kc } else { kc_max };
+                if q1 > q0 {
+                    let cols = (q1 * NR).min(nc) - q0 * NR;
+                    let src = p.b.wrapping_offset(pc as isize * p.rsb + (jc + q0 * NR) as isize * p.csb);
+                    // SAFETY: this member's panels `q0..q1` of the block: `(q1 - q0) × kc × NR`
+                    // values from `own` (at most `q1 × kc_max × NR <= block`) of this half, which no
+                    // other member reads or writes until the next barrier (and, split by panels,
+                    // ever), nor reads from its older block any more (NOTE [Shared panels]).
+                    let dst = unsafe { std::slice::from_raw_parts_mut(bp.add(own), (q1 - q0) * kc * NR) };
+                    // SAFETY: rows `pc..pc+kc` and columns `jc+q0·NR..+cols` lie inside `B`.
+                    unsafe { pack::pack_b(kc, cols, src, p.rsb, p.csb, dst) };
+                }
+                // Panel `q` of the block is at `bp + first + q × kc × NR`.
+                let (j0, j1, first) = if split_rows {
+                    barrier.wait();
+                    (0, panels, 0)
+                } else {
+                    (q0, q1, own - q0 * kc * NR)
+                };
+                for ir in (r0..r1).step_by(MR) {
+                    let rows = MR.min(r1 - ir);
+                    let a_rows = p.a.wrapping_offset(ir as isize * p.rsa + pc as isize * p.csa);
+                    let (apanel, strides) = if direct_a && rows == MR {
+                        (a_rows, (p.rsa as usize, 1))
+                    } else {
+                        // SAFETY: rows `ir..ir+rows` and columns `pc..pc+kc` of `A`; `ap` holds
+                        // one `KC × MR` panel.
+                        unsafe { pack::pack_a(rows, kc, a_rows, p.rsa, p.csa, ap) };
+                        (ap.as_ptr(), (1, MR))
+                    };
+                    for q in j0..j1 {
+                        let jr = q * NR;
+                        let tile = avx512::Tile {
+                            kc,
+                            a: apanel,
+                            ars: strides.0,
+                            aks: strides.1,
+                            b: bp.wrapping_add(first + jr * kc).cast_const(),
+                            c: p.c.wrapping_add(ir * p.ldc + jc + jr),
+                            ldc: p.ldc,
+                            rows,
+                            cols: NR.min(nc - jr),
+                            accumulate: pc > 0,
+                        };
+                        // SAFETY: AVX-512F is the caller's precondition; `apanel` is a panel of
+                        // `kc` steps of `A`, `b` a packed `kc × NR` panel of this block (packed
+                        // before the barrier, or by this member), and the corner of `C` lies in
+                        // this member's rows (or panels), which no other member writes.
+                        unsafe { avx512::kernel(tile) };
+                    }
+                }
+            }
+        }
     });
 }
 
@@ -161,8 +294,8 @@ unsafe fn serial(p: Problem<f32>) {
         let mut bufs = cell.borrow_mut();
         let (abuf, bbuf) = &mut *bufs;
         let direct_a = p.csa == 1;
-        let ap = lines(abuf, if direct_a { MR } else { MC.min(p.m.div_ceil(MR) * MR) } * KC.min(p.k));
-        let bp = lines(bbuf, NC.min(p.n.div_ceil(NR) * NR) * KC.min(p.k));
+        let ap: &mut [f32] = lines(abuf, if direct_a { MR } else { MC.min(p.m.div_ceil(MR) * MR) } * KC.min(p.k));
+        let bp: &mut [f32] = lines(bbuf, NC.min(p.n.div_ceil(NR) * NR) * KC.min(p.k));
         // Addresses are computed with wrapping arithmetic (they stay inside the operands, which the
         // loop bounds ensure); the unsafe blocks are where they are read or written.
         for ic in (0..p.m).step_by(MC) {
@@ -267,6 +400,112 @@ mod tests {
             for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
                 check(m, k, n, ta, tb);
             }
+        }
+    }
+
+    fn avx512() -> bool {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+
+    /// Operands for `m×k·k×n` (transposed storage when `ta`/`tb`), `C` with row stride `n + 3`.
+    struct Case {
+        p: Problem<f32>,
+        _a: Vec<f32>,
+        _b: Vec<f32>,
+        c: Vec<f32>,
+    }
+
+    fn case(m: usize, k: usize, n: usize, ta: bool, tb: bool, seed: usize) -> Case {
+        let a: Vec<f32> = (0..m * k).map(|i| (((i + seed) * 7919) % 23) as f32 / 11.0 - 1.0).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| (((i + seed) * 104_729) % 19) as f32 / 9.0 - 1.0).collect();
+        let (rsa, csa) = if ta { (1, m as isize) } else { (k as isize, 1) };
+        let (rsb, csb) = if tb { (1, k as isize) } else { (n as isize, 1) };
+        let ldc = n + 3;
+        let mut c = vec![f32::NAN; m * ldc];
+        let p = Problem { m, k, n, a: a.as_ptr(), rsa, csa, b: b.as_ptr(), rsb, csb, c: c.as_mut_ptr(), ldc };
+        Case { p, _a: a, _b: b, c }
+    }
+
+    /// The serial product's bits, for comparison with a threaded one of the same case.
+    fn serial_bits(m: usize, k: usize, n: usize, ta: bool, tb: bool, seed: usize) -> Vec<u32> {
+        let mut s = case(m, k, n, ta, tb, seed);
+        s.p.c = s.c.as_mut_ptr();
+        // SAFETY: AVX-512F was checked by the caller; the case's vectors fit its shapes and strides.
+        unsafe { serial(s.p) };
+        s.c.iter().map(|x| x.to_bits()).collect()
+    }
+
+    /// The team's split (rows or panels, 1–3 members, forced on small shapes) gives the serial
+    /// kernel's bits, which `check` ties to the f64 reference; odd sizes, block edges, strided `C`
+    /// and every transpose.
+    #[test]
+    fn threaded_split_matches_serial_bits() {
+        if !avx512() {
+            return;
+        }
+        let shapes = [
+            (1, 1, 1),
+            (13, 5, 33),
+            (12, 7, 100),
+            (25, 385, 61),
+            (64, 1000, 100),
+            (1000, 64, 100),
+            (64, 100, 1000),
+            (37, 769, 1100),
+            (250, 130, 1030),
+            (5, 50, 3000),
+        ];
+        for &(m, k, n) in &shapes {
+            for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+                let want = serial_bits(m, k, n, ta, tb, 0);
+                for threads in 1..=3 {
+                    let mut t = case(m, k, n, ta, tb, 0);
+                    t.p.c = t.c.as_mut_ptr();
+                    // SAFETY: AVX-512F was detected; the case's vectors fit its shapes and strides.
+                    unsafe { sgemm_threads(t.p, threads, 0) };
+                    let got: Vec<u32> = t.c.iter().map(|x| x.to_bits()).collect();
+                    assert!(got == want, "{m}x{k}x{n} ta={ta} tb={tb} threads={threads}: bits differ from serial");
+                }
+            }
+        }
+        check(37, 769, 1100, true, false);
+    }
+
+    /// Concurrent GEMMs from many threads and from inside rayon's pool finish (the team is taken
+    /// by one at a time, the others run serially) and give the serial bits. A watchdog turns a
+    /// hang into a failure.
+    #[test]
+    fn concurrent_gemms_do_not_deadlock() {
+        use rayon::prelude::*;
+        if !avx512() {
+            return;
+        }
+        let shapes = [(64, 300, 100, false, false), (100, 64, 130, true, false), (70, 90, 520, false, true)];
+        let wants: Vec<Vec<u32>> = shapes.iter().map(|&(m, k, n, ta, tb)| serial_bits(m, k, n, ta, tb, 1)).collect();
+        let run_one = move |i: usize, wants: &[Vec<u32>]| {
+            let (m, k, n, ta, tb) = shapes[i % shapes.len()];
+            let mut t = case(m, k, n, ta, tb, 1);
+            t.p.c = t.c.as_mut_ptr();
+            // SAFETY: AVX-512F was detected; the case's vectors fit its shapes and strides.
+            unsafe { sgemm_threads(t.p, 2 + i % 2, 0) };
+            t.c.iter().map(|x| x.to_bits()).collect::<Vec<u32>>() == wants[i % shapes.len()]
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let wants = std::sync::Arc::new(wants);
+            let mut handles = Vec::new();
+            for t in 0..8 {
+                let wants = wants.clone();
+                handles.push(std::thread::spawn(move || (0..40).all(|i| run_one(t + i, &wants))));
+            }
+            // From rayon's workers, nested inside a parallel iterator, while the threads above run.
+            let in_pool = (0..64).into_par_iter().all(|i| run_one(i, &wants));
+            let outside = handles.into_iter().all(|h| h.join().unwrap_or(false));
+            let _ = tx.send(in_pool && outside);
+        });
+        match rx.recv_timeout(std::time::Duration::from_secs(120)) {
+            Ok(ok) => assert!(ok, "a concurrent GEMM gave different bits"),
+            Err(_) => panic!("concurrent GEMMs did not finish in 120 s: deadlock"),
         }
     }
 }

@@ -1,0 +1,49 @@
+"""The float32 GEMM's thread team (src/ops/gemm/team.rs) in a forked child process.
+
+The child inherits the parent's record of helper threads but not the threads; its products must run
+(serially) instead of waiting for helpers that do not exist. Values are checked against NumPy in
+float64.
+"""
+
+import os
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+
+def _product(seed):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((256, 300)).astype(np.float32)
+    b = rng.standard_normal((300, 256)).astype(np.float32)
+    got = (tg.tensor(a) @ tg.tensor(b)).numpy()
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    return float(np.max(np.abs(got - want)))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="needs fork")
+def test_product_in_forked_child_after_parent_used_threads():
+    assert _product(0) < 1e-3  # 19.7M multiply-adds: the parent's team runs it
+    pid = os.fork()
+    if pid == 0:  # the child: exit code 0 when its product is right
+        code = 2
+        try:
+            code = 0 if _product(1) < 1e-3 else 1
+        finally:
+            os._exit(code)
+    deadline = 60.0
+    start = time.monotonic()
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() - start > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child's matrix multiply did not finish in 60 s (hung on the team)")
+        time.sleep(0.05)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert _product(2) < 1e-3  # and the parent's team still works
