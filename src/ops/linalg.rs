@@ -91,12 +91,28 @@ unsafe fn serial_dgemm(p: Problem<f64>) {
 /// Below this many multiply-adds a product runs on one thread.
 const BANDS_MIN_WORK: usize = 1 << 21;
 
-/// A band of rows of a [`Problem`], sent to a thread of the pool.
-struct Band<T>(Problem<T>);
-// SAFETY: bands are disjoint rows of `C`; `A` and `B` are only read.
+/// A [`Problem`] whose bands go to threads of the pool: each thread takes a band of rows or
+/// columns of `C` disjoint from every other one's.
+#[derive(Clone, Copy)]
+pub(crate) struct Band<T>(pub(crate) Problem<T>);
+// SAFETY: the bands handed to threads are disjoint blocks of `C`; `A` and `B` are only read.
 unsafe impl<T> Send for Band<T> {}
 // SAFETY: as for `Send`.
 unsafe impl<T> Sync for Band<T> {}
+
+impl<T: Copy> Band<T> {
+    /// Rows `r0..r0+rows` of `C` (and `A`).
+    pub(crate) fn rows(self, r0: usize, rows: usize) -> Self {
+        let p = self.0;
+        Band(Problem { m: rows, a: p.a.wrapping_offset(r0 as isize * p.rsa), c: p.c.wrapping_add(r0 * p.ldc), ..p })
+    }
+
+    /// Columns `c0..c0+cols` of `C` (and `B`).
+    pub(crate) fn cols(self, c0: usize, cols: usize) -> Self {
+        let p = self.0;
+        Band(Problem { n: cols, b: p.b.wrapping_offset(c0 as isize * p.csb), c: p.c.wrapping_add(c0), ..p })
+    }
+}
 
 /// `serial` over bands of rows of `C`, one per thread of tapegrad's pool (`parallel.rs`), for a
 /// library kernel used without its own threads: `matrixmultiply`'s threads (its `threading`
@@ -114,18 +130,11 @@ pub(crate) unsafe fn in_row_bands<T: Copy>(p: Problem<T>, serial: unsafe fn(Prob
     let whole = Band(p);
     crate::parallel::install(|| {
         (0..threads).into_par_iter().for_each(|t| {
-            let whole = &whole;
             let r0 = t * per;
             if r0 < whole.0.m {
-                let rows = per.min(whole.0.m - r0);
-                let band = Problem {
-                    m: rows,
-                    a: whole.0.a.wrapping_offset(r0 as isize * whole.0.rsa),
-                    c: whole.0.c.wrapping_add(r0 * whole.0.ldc),
-                    ..whole.0
-                };
+                let band = whole.rows(r0, per.min(whole.0.m - r0));
                 // SAFETY: rows `r0..r0+rows` of the caller's valid problem; bands are disjoint.
-                unsafe { serial(band) }
+                unsafe { serial(band.0) }
             }
         })
     });

@@ -26,7 +26,7 @@ use std::arch::x86_64::*;
 use rayon::prelude::*;
 
 use super::{lines, BUFFERS};
-use crate::ops::linalg::Problem;
+use crate::ops::linalg::{Band, Problem};
 
 /// Rows of `C` per micro-kernel call.
 const MR: usize = 12;
@@ -38,27 +38,6 @@ const KC: usize = 512;
 const NC: usize = 512;
 /// Below this many multiply-adds a second thread costs more than it saves.
 const PAR_MIN_WORK: usize = 1 << 20;
-
-/// One band of `C` handed to a worker thread.
-#[derive(Clone, Copy)]
-struct Band(Problem<f32>);
-// SAFETY: bands cross threads only inside `sgemm`, each a block of `C` disjoint from every other;
-// `A` and `B` are only read.
-unsafe impl Send for Band {}
-// SAFETY: as for `Send`.
-unsafe impl Sync for Band {}
-
-impl Band {
-    fn rows(self, r0: usize, rows: usize) -> Self {
-        let p = self.0;
-        Band(Problem { m: rows, a: p.a.wrapping_offset(r0 as isize * p.rsa), c: p.c.wrapping_add(r0 * p.ldc), ..p })
-    }
-
-    fn cols(self, c0: usize, cols: usize) -> Self {
-        let p = self.0;
-        Band(Problem { n: cols, b: p.b.wrapping_offset(c0 as isize * p.csb), c: p.c.wrapping_add(c0), ..p })
-    }
-}
 
 /// `C = A · B` with bfloat16 products and float32 sums, for one [`Problem`] (`C` row-major).
 ///
