@@ -434,6 +434,7 @@ impl Drop for SmallLists {
                 // SAFETY: every block on a list is a malloc block of at least one pointer whose
                 // first word is the next block's address (written by `small_free`).
                 let next = unsafe { *(p as *mut *mut u8) };
+                // SAFETY: the block came from `libc::malloc` and is on no other list.
                 unsafe { libc::free(p as *mut libc::c_void) };
                 p = next;
             }
@@ -463,6 +464,7 @@ fn small_alloc(class: usize) -> *mut u8 {
             let l = unsafe { &mut *l.get() };
             let p = l.heads[class];
             if !p.is_null() {
+                // SAFETY: `p` heads the list: its first word is the next block's address.
                 l.heads[class] = unsafe { *(p as *mut *mut u8) };
                 l.bytes -= (class + 1) * GRAIN;
             }
@@ -486,6 +488,7 @@ fn small_free(ptr: *mut u8, class: usize) {
             if l.bytes + size > SMALL_KEEP {
                 return false;
             }
+            // SAFETY: the block is the caller's to give up, at least 16 bytes and 16-aligned.
             unsafe { *(ptr as *mut *mut u8) = l.heads[class] };
             l.heads[class] = ptr;
             l.bytes += size;
