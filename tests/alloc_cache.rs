@@ -1,6 +1,7 @@
 //! The global allocator's large-block path (NOTE [Large-block cache] in src/alloc.rs): blocks
 //! handed between threads keep their values, zeroed requests are zero even from the cache, and
-//! growth across the large threshold keeps the contents.
+//! growth across the large threshold keeps the contents; small blocks (NOTE [Small-block cache]) keep
+//! theirs through reuse, resizing and zeroing.
 
 use std::sync::Mutex;
 use std::thread;
@@ -127,4 +128,37 @@ fn small_blocks_freed_on_other_threads_and_at_thread_exit_keep_their_values() {
             h.join().expect("a worker panicked");
         }
     }
+}
+
+/// NOTE [Small-block cache]: blocks of up to 1 KiB are kept per thread when freed and handed out
+/// again for any request of their 16-byte class; growing one byte at a time crosses every class
+/// boundary (a fresh block and a copy), and within a class stays in place.
+#[test]
+fn small_blocks_reused_resized_and_zeroed_keep_their_contents() {
+    let _serial = serial();
+    for round in 0..3u8 {
+        // A graph's worth of small blocks of every class, filled, freed, and requested again.
+        let blocks: Vec<Vec<u8>> = (1..=1024usize).map(|n| vec![round ^ (n as u8); n]).collect();
+        for (k, b) in blocks.iter().enumerate() {
+            assert!(b.iter().all(|&x| x == round ^ ((k + 1) as u8)), "round {round} block {k}");
+        }
+        drop(blocks);
+        // Zeroed requests are zero even when their block comes back from a list of dirty ones.
+        let zeroed: Vec<Vec<u64>> = (1..=128usize).map(|n| vec![0u64; n]).collect();
+        assert!(zeroed.iter().all(|v| v.iter().all(|&x| x == 0)), "round {round}: a zeroed block was dirty");
+    }
+    let mut v: Vec<u8> = Vec::new();
+    for i in 0..3000usize {
+        v.push(i as u8); // small classes one after the other, then the system's blocks
+        if i % 97 == 0 {
+            v.shrink_to_fit(); // exact sizes: a reallocation at nearly every step
+        }
+    }
+    assert!(v.iter().enumerate().all(|(i, &x)| x == i as u8));
+    v.truncate(17);
+    v.shrink_to_fit(); // from the system's blocks back to a small class
+    assert!(v.iter().enumerate().all(|(i, &x)| x == i as u8));
+    let mut aligned: Vec<u128> = vec![7; 3]; // 16-byte alignment: still a small class
+    aligned.extend([9u128; 50]);
+    assert_eq!(aligned.iter().sum::<u128>(), 7 * 3 + 9 * 50);
 }

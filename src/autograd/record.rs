@@ -29,6 +29,20 @@ pub(crate) fn needs_grad(inputs: &[&Tensor]) -> bool {
     is_grad_enabled() && inputs.iter().any(|t| t.requires_grad())
 }
 
+/// The edges of an operation on `inputs` when it is recorded (grad mode on and an input requiring
+/// grad), else None. One read of each input's metadata gives both its edge and whether it requires
+/// grad (`needs_grad` and then `build_node` read it twice): a tensor without a base requires grad
+/// exactly when it has an edge; one with a base may require grad through it without an edge of its
+/// own (a view made under `no_grad`), which `requires_grad` decides.
+fn recorded_edges(inputs: &[&Tensor]) -> Option<Edges> {
+    if !is_grad_enabled() {
+        return None;
+    }
+    let edges: Edges = inputs.iter().map(|t| gradient_edge(t)).collect();
+    let recorded = edges.iter().any(Option::is_some) || inputs.iter().any(|t| t.base().is_some() && t.requires_grad());
+    recorded.then_some(edges)
+}
+
 /// True when every output shares the memory of an inference tensor: outside inference mode (inside
 /// it nothing is recorded anyway) only a view or an alias of an inference tensor does, and PyTorch
 /// leaves such views untracked (a leaf that does not require grad) even when the base requires grad.
@@ -65,12 +79,16 @@ pub(crate) fn record_with_jvp<B: Backward + 'static>(
     make: impl Fn() -> (B, Vec<Save>),
     jvp: Option<impl FnMut(&[Option<Tensor>]) -> crate::error::Result<Vec<Option<Tensor>>>>,
 ) {
-    let node = if needs_grad(inputs) && !views_of_inference_tensors(outputs) {
+    let edges = if views_of_inference_tensors(outputs) { None } else { recorded_edges(inputs) };
+    let node = edges.map(|edges| {
         let (formula, saves) = make();
-        Some(record_node(Cow::Borrowed(name), inputs, outputs, Box::new(formula), saves))
-    } else {
-        None
-    };
+        let input_meta: InputMetas = inputs.iter().map(|t| Some(TensorMeta::of(t))).collect();
+        let node = node_with_parts(Cow::Borrowed(name), edges, input_meta, outputs, Box::new(formula), saves);
+        for (i, o) in outputs.iter().enumerate() {
+            o.set_history(node.clone(), i);
+        }
+        node
+    });
     // Forward mode after recording, so that a rule reading an output reads it with its history
     // (reverse-over-forward); the outputs the node saved then get their tangents
     // (forward-over-reverse differentiates the backward formula, which reads them).
@@ -118,9 +136,9 @@ pub(crate) fn record_with_scalar<B: Backward + 'static>(
     make: impl Fn() -> (B, Vec<Save>),
     jvp: Option<impl Fn(&Tensor) -> crate::error::Result<Tensor>>,
 ) {
-    let node = needs_grad(&[input]).then(|| {
+    let node = recorded_edges(&[input]).map(|mut edges| {
         let (formula, saves) = make();
-        let edges: Edges = smallvec::smallvec![gradient_edge(input), None];
+        edges.push(None);
         let input_meta: InputMetas = smallvec::smallvec![Some(TensorMeta::of(input)), None];
         let node = node_with_parts(Cow::Borrowed(name), edges, input_meta, &[output], Box::new(formula), saves);
         output.set_history(node.clone(), 0);

@@ -22,11 +22,11 @@ pub struct Layout {
 /// Row-major strides of a shape. Saturating: only a shape `checked_numel` refuses can exceed the
 /// range, and no layout is built over such a shape.
 pub fn contiguous_strides(shape: &[usize]) -> Dims {
-    let mut strides = smallvec::smallvec![0; shape.len()];
+    let mut strides: Dims = smallvec::smallvec![0; shape.len()];
     let mut acc = 1usize;
-    for i in (0..shape.len()).rev() {
-        strides[i] = acc;
-        acc = acc.saturating_mul(shape[i].max(1));
+    for (s, &d) in strides.as_mut_slice().iter_mut().zip(shape).rev() {
+        *s = acc;
+        acc = acc.saturating_mul(d.max(1));
     }
     strides
 }
@@ -147,20 +147,21 @@ impl Layout {
     }
 
     /// Row-major and gap-free (size-1 dimensions may have any stride).
+    #[inline]
     pub fn is_contiguous(&self) -> bool {
-        if self.numel() == 0 {
-            return true; // nothing to lay out (PyTorch says the same)
-        }
-        let mut expected = 1;
-        for i in (0..self.shape.len()).rev() {
-            if self.shape[i] != 1 {
-                if self.strides[i] != expected {
-                    return false;
-                }
-                expected *= self.shape[i];
+        // Over plain slices, one pass: asked several times per operation (W2's kernels), where
+        // `SmallVec` indexing checked inline-or-heap at every step.
+        let (shape, strides) = (self.shape.as_slice(), self.strides.as_slice());
+        let mut expected = 1usize;
+        let mut gap_free = true;
+        for (&d, &s) in shape.iter().zip(strides).rev() {
+            if d != 1 {
+                gap_free &= s == expected;
+                expected = expected.wrapping_mul(d);
             }
         }
-        true
+        // An empty tensor has nothing to lay out (PyTorch says the same).
+        gap_free || shape.contains(&0)
     }
 
     /// The largest storage index touched, plus one (0 for an empty tensor). Saturating: a layout
