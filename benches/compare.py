@@ -483,7 +483,7 @@ def minor_faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-def run_one(name, repeats):
+def run_one(name, repeats, settle=0.0):
     """Child process: alternate the implementations of one workload and print JSON.
 
     Besides the times, records each implementation's minor page faults per round (the last round's,
@@ -502,6 +502,8 @@ def run_one(name, repeats):
         run()
     for _ in range(repeats):
         for k, run in impls.items():
+            if settle:
+                time.sleep(settle)
             f0 = minor_faults()
             t0 = time.perf_counter()
             result = run()
@@ -532,6 +534,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("workloads", nargs="*", default=list(UNITS))
     parser.add_argument("--repeats", type=int, default=REPEATS)
+    # NumPy's OpenBLAS threads keep a core busy for about 0.1 s after a call, and torch's OpenMP
+    # threads spin briefly: interleaved round by round, they take the second core from whichever
+    # implementation runs next (a two-thread product then runs at one thread's speed, or slower).
+    # `--settle 0.15` sleeps that long before each round, so that each runs as in a process of its own.
+    parser.add_argument("--settle", type=float, default=0.0,
+                        help="seconds to sleep before each timed round (lets other libraries' threads idle)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--memory", help=argparse.SUPPRESS)
     parser.add_argument("--limits", action="store_true", help=argparse.SUPPRESS)
@@ -540,7 +548,7 @@ def main():
         machine_limits()
         return
     if args.child:
-        run_one(args.child, args.repeats)
+        run_one(args.child, args.repeats, args.settle)
         return
     if args.memory:
         chain_memory(args.memory)
@@ -580,7 +588,8 @@ def main():
         env = dict(os.environ)
         if one_thread(name):
             env.update(RAYON_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-        out = subprocess.run([sys.executable, __file__, "--child", name, "--repeats", str(args.repeats)],
+        out = subprocess.run([sys.executable, __file__, "--child", name, "--repeats", str(args.repeats),
+                              "--settle", str(args.settle)],
                              capture_output=True, text=True, env=env)
         if out.returncode != 0:
             print(f"{name}: failed\n{out.stderr}")

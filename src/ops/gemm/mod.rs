@@ -20,6 +20,7 @@ mod avx512;
 mod bf16;
 mod pack;
 mod team;
+mod tiles;
 
 use std::cell::RefCell;
 
@@ -32,18 +33,19 @@ const NC: usize = 512;
 /// Columns of a block of `B` shared by the team (NOTE [Shared panels]).
 const NC_TEAM: usize = 512;
 /// Below this many multiply-adds the team (a second thread) is not used. Measured on the 2-core
-/// Zen 5 with the shared-panel team (2026-11-24, load average about 2, other engineers' jobs beside):
+/// Zen 5 (2026-11-24, load average about 2, other engineers' jobs beside):
 /// - 256³ (16.8M), product alone (`benches/compare.py` MM256, fastest round): 0.071 ms on two threads
 ///   against 0.128 on one (81% of the two-core roof); W6, whose forward is a sequence of them, 80.9
 ///   to 82.5 ms/step against 96.2 to 96.6 for the rayon bands of before (medians 94–96 against
 ///   105–106): above the line.
-/// - W1's 64×1000×100 and its backward products (6.4M), alone in a loop (`gemm_libs`): 314–381
-///   GFLOP/s on two threads against 192–198 on one. But W1 itself, where Python runs between the
-///   products and the helper must wake up for each, went from 0.200 to 0.274 ms/step (fastest
-///   round) with them on the team (line at 2²¹): below the line, serial.
-///
-/// So the line stays between the two.
-const PAR_MIN_WORK: usize = 1 << 23;
+/// - W1's 64×1000×100 and its backward products (6.4M): with the static split of NOTE [Shared
+///   panels], W1 went from 0.200 to 0.274 ms/step on the team (the caller waited for a helper that
+///   had to wake up for each product), so the line was 2²³. With claimed tiles (NOTE [Claimed
+///   tiles]) and helpers that yield up to 200 µs before parking: the products alone 0.035–0.041
+///   ms against 0.067 on one thread (`compare.py` MM rows with NumPy's and torch's threads quiet),
+///   W1 0.133–0.135 ms/step against 0.182–0.188 (fastest rounds, three interleaved passes; on a
+///   core shared with another process, 0.184–0.189 against 0.182–0.187: no loss): above the line.
+const PAR_MIN_WORK: usize = 1 << 22;
 
 /// A 64-byte-aligned chunk of 16 four-byte words, so packed panels start on cache-line
 /// boundaries.
@@ -107,12 +109,29 @@ pub(crate) unsafe fn sgemm(p: Problem<f32>) {
 /// # Safety
 /// The CPU must support AVX-512F; the operands as for `sgemm`, with `m`, `n` and `k` nonzero.
 unsafe fn sgemm_threads(p: Problem<f32>, threads: usize, min_work: usize) {
+    // SAFETY: as for this function.
+    unsafe { sgemm_team(p, threads, min_work, true) }
+}
+
+/// `sgemm_threads`, with the claimed-tiles path allowed or not (tests run both on small shapes).
+///
+/// # Safety
+/// As for `sgemm_threads`.
+unsafe fn sgemm_team(p: Problem<f32>, threads: usize, min_work: usize, claimed: bool) {
     let Problem { m, k, n, .. } = p;
     let (row_panels, col_panels) = (m.div_ceil(MR), n.div_ceil(NR));
     // A caller on a rayon worker runs serially (NOTE [Why a team and not rayon]).
     let alone = threads < 2 || m * n * k < min_work || row_panels.max(col_panels) < 2;
     if !alone && rayon::current_thread_index().is_none() {
         if let Some(mut team) = team::try_acquire() {
+            // Small and mid shapes: units claimed by whichever members come (NOTE [Claimed tiles]).
+            if claimed {
+                let members = team.members(threads);
+                // SAFETY: as for this function; `team` is held and fields `members`.
+                if members >= 2 && unsafe { tiles::run(p, &mut team, members) } {
+                    return;
+                }
+            }
             // Rows when `A` must be packed (each member then packs only its own rows) or `C` is
             // tall; else panels (each member reads all of `A` in place and packs only the panels
             // of `B` it uses: no barrier). Measured on 2 threads (GFLOP/s, rows against panels,
@@ -155,7 +174,7 @@ unsafe fn shared(p: Problem<f32>, team: &mut team::Guard, members: usize, split_
     let b = lines::<f32>(team.buffer(), 2 * block).as_mut_ptr();
     let job = Shared { p, b, block };
     let barrier = team::Barrier::new(members);
-    team.run(members, &|id| {
+    team.run(members, false, &|id| {
         // SAFETY: AVX-512F is this function's precondition; the job's buffer holds two blocks.
         unsafe { member(job, id, members, split_rows, &barrier) }
     });
@@ -459,16 +478,65 @@ mod tests {
             for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
                 let want = serial_bits(m, k, n, ta, tb, 0);
                 for threads in 1..=3 {
-                    let mut t = case(m, k, n, ta, tb, 0);
-                    t.p.c = t.c.as_mut_ptr();
-                    // SAFETY: AVX-512F was detected; the case's vectors fit its shapes and strides.
-                    unsafe { sgemm_threads(t.p, threads, 0) };
-                    let got: Vec<u32> = t.c.iter().map(|x| x.to_bits()).collect();
-                    assert!(got == want, "{m}x{k}x{n} ta={ta} tb={tb} threads={threads}: bits differ from serial");
+                    for claimed in [false, true] {
+                        let mut t = case(m, k, n, ta, tb, 0);
+                        t.p.c = t.c.as_mut_ptr();
+                        // SAFETY: AVX-512F was detected; the case's vectors fit its shapes and strides.
+                        unsafe { sgemm_team(t.p, threads, 0, claimed) };
+                        let got: Vec<u32> = t.c.iter().map(|x| x.to_bits()).collect();
+                        assert!(
+                            got == want,
+                            "{m}x{k}x{n} ta={ta} tb={tb} threads={threads} claimed={claimed}: bits differ from serial"
+                        );
+                    }
                 }
             }
         }
         check(37, 769, 1100, true, false);
+    }
+
+    /// Claimed tiles with a helper that is parked (a pause before each product), descheduled
+    /// (more busy threads than cores) or spinning (back to back): whichever members do the units,
+    /// the bits are the serial ones.
+    #[test]
+    fn claimed_tiles_match_serial_bits_whoever_computes() {
+        if !avx512() {
+            return;
+        }
+        let shapes = [(256, 256, 256, false, false), (64, 1000, 100, false, false), (1000, 64, 100, true, false)];
+        let wants: Vec<Vec<u32>> = shapes.iter().map(|&(m, k, n, ta, tb)| serial_bits(m, k, n, ta, tb, 2)).collect();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for round in 0..3 {
+            // Round 1: two threads spinning beside the product, so helper and caller are
+            // descheduled at random points.
+            let hogs: Vec<_> = (0..if round == 1 { 2 } else { 0 })
+                .map(|_| {
+                    let stop = stop.clone();
+                    std::thread::spawn(move || {
+                        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                            std::hint::spin_loop();
+                        }
+                    })
+                })
+                .collect();
+            for i in 0..60 {
+                let (m, k, n, ta, tb) = shapes[i % shapes.len()];
+                if round == 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                let mut t = case(m, k, n, ta, tb, 2);
+                t.p.c = t.c.as_mut_ptr();
+                // SAFETY: AVX-512F was detected; the case's vectors fit its shapes and strides.
+                unsafe { sgemm_team(t.p, 2, 0, true) };
+                let got: Vec<u32> = t.c.iter().map(|x| x.to_bits()).collect();
+                assert!(got == wants[i % shapes.len()], "{m}x{k}x{n} round {round}: bits differ from serial");
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            for h in hogs {
+                h.join().unwrap();
+            }
+            stop.store(false, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     /// Concurrent GEMMs from many threads and from inside rayon's pool finish (the team is taken

@@ -1,5 +1,5 @@
 //! The GEMM team: the calling thread plus persistent helper threads that run one multiply together,
-//! meeting at spin barriers around the packed blocks of `B` they share.
+//! meeting at spin barriers around the packed blocks of `B` they share, or claiming units of `C`.
 //!
 //! NOTE [Why a team and not rayon]: the threads of a shared-panel multiply must run at the same
 //! time: each packs part of a block of `B` that all of them read, and none may go on before all
@@ -15,13 +15,19 @@
 //! - a panic inside a job would leave the others waiting at a barrier, so it aborts the process
 //!   (the kernels do not panic: no indexing that can fail, and allocation failure aborts anyway).
 //!
-//! Helpers spin briefly after a job (`SPIN_FOR`: a forward pass issues its products microseconds
-//! apart, and waking a parked thread costs tens of microseconds, about what a 256³ product takes on
-//! two cores), then yield the core (to `YIELD_FOR`), then park until the next job. The waits are
-//! short because a spinning helper takes a core from whatever runs between the products (the
-//! element-wise passes on rayon's workers, other processes): with 30 and 300 µs, W6 (256³ products
-//! between `tanh`s, then branches on rayon) measured slower than with 20 and 60 (one run each on a
-//! busy machine, so a hint rather than a measurement).
+//! Helpers spin briefly after a job (`SPIN_FOR`: a loop of products issues them microseconds
+//! apart), then yield the core (to `YIELD_FOR`), then park until the next job. Yielding keeps the
+//! helper ready for the next product of a step with Python between its products (W1: two products
+//! 30–60 µs apart) while giving the core to any other runnable thread of the machine, ours (the
+//! Python thread, rayon's workers) or not. Waking a parked helper costs the caller a futex wake and
+//! often a core: the woken helper may be placed on the caller's core and preempt it. Measured on W1
+//! (2026-11-24, three interleaved passes, fastest of 5 rounds): 20 µs of spinning and yielding until
+//! 60 µs, 0.136–0.206 ms/step (the slow passes parked between products); until 200 µs, 0.133–0.138;
+//! spinning all 200 µs, 0.133–0.135; one thread, 0.181–0.185.
+//!
+//! A job of claimed tiles (NOTE [Claimed tiles] in `tiles.rs`) is revocable: the caller posts it,
+//! works, and takes it back from a helper that has not started it, so a helper that is parked or
+//! descheduled delays nothing. A job whose members meet at barriers waits for every member.
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -33,25 +39,29 @@ use super::Line;
 
 /// How long an idle helper spins (then yields the core until `YIELD_FOR`), before parking.
 const SPIN_FOR: Duration = Duration::from_micros(20);
-const YIELD_FOR: Duration = Duration::from_micros(60);
+const YIELD_FOR: Duration = Duration::from_micros(200);
 
 /// A job: every member calls it with its index (the caller is member 0).
 type Job = dyn Fn(usize) + Sync + 'static;
 
+/// A helper's slot: `IDLE` (nothing for it), `POSTED` (the caller posted a job and may still take
+/// it back), `TAKEN` (the helper runs it; it stores `IDLE` when done).
+#[repr(align(64))]
 struct Helper {
-    /// Bumped by the caller to hand this helper the posted job.
-    ticket: AtomicUsize,
+    state: AtomicUsize,
     thread: Thread,
 }
 
+const IDLE: usize = 0;
+const POSTED: usize = 1;
+const TAKEN: usize = 2;
+
 pub(super) struct Team {
     busy: AtomicBool,
-    /// The posted job, its lifetime erased: set by the holder of `busy` before it hands out
-    /// tickets, and borrowed by helpers only until they report `done`, which the holder awaits
-    /// before its borrow ends.
+    /// The posted job, its lifetime erased: set by the holder of `busy` before it posts it to the
+    /// helpers, and borrowed by a helper only between taking it (`POSTED` -> `TAKEN`) and storing
+    /// `IDLE`, which the holder awaits (or takes the job back) before its borrow ends.
     job: UnsafeCell<Option<*const Job>>,
-    /// Helpers finished with the current job.
-    done: AtomicUsize,
     /// Grown (never shrunk) by the holder of `busy`.
     helpers: UnsafeCell<Vec<Arc<Helper>>>,
     /// Shared packing buffer (blocks of `B`), used only by the holder of `busy` and its job.
@@ -59,14 +69,14 @@ pub(super) struct Team {
 }
 
 // SAFETY: the `UnsafeCell`s are written only by the thread holding `busy` (an acquire/release
-// try-lock), and read by helpers only between their ticket (released after the write) and their
-// `done` (awaited by the holder before the next write).
+// try-lock), and read by helpers only between taking a posted job (acquiring the holder's release
+// of `POSTED`, made after the write) and storing `IDLE` (awaited by the holder before the next
+// write).
 unsafe impl Sync for Team {}
 
 static TEAM: Team = Team {
     busy: AtomicBool::new(false),
     job: UnsafeCell::new(None),
-    done: AtomicUsize::new(0),
     helpers: UnsafeCell::new(Vec::new()),
     buffer: UnsafeCell::new(Vec::new()),
 };
@@ -108,28 +118,37 @@ impl Guard {
         unsafe { &mut *TEAM.buffer.get() }
     }
 
-    /// Runs `job(0)` here and `job(1)` .. `job(members - 1)` on helpers, all at once, and returns
-    /// when all have finished. `members` must not exceed what [`Guard::members`] returned.
-    pub(super) fn run<'a>(&mut self, members: usize, job: &'a (dyn Fn(usize) + Sync + 'a)) {
+    /// Runs `job(0)` here and posts `job(1)` .. `job(members - 1)` to helpers, and returns when
+    /// every posted job has finished or, when `revocable`, was taken back before a helper started
+    /// it. `members` must not exceed what [`Guard::members`] returned.
+    ///
+    /// A job whose members meet at a barrier must not be revocable: each member must run. A
+    /// revocable job must be done, whole, by whichever members come: then a helper that is slow to
+    /// wake (parked, descheduled) costs the caller nothing (NOTE [Claimed tiles]).
+    pub(super) fn run<'a>(&mut self, members: usize, revocable: bool, job: &'a (dyn Fn(usize) + Sync + 'a)) {
         // SAFETY: this guard holds `busy`.
         let helpers = unsafe { &*TEAM.helpers.get() };
-        let used = members - 1;
-        debug_assert!(used <= helpers.len());
-        // SAFETY: as above; the erased borrow is used only until every helper reports `done`,
-        // which this function awaits below.
+        let used = &helpers[..members - 1];
+        // SAFETY: as above; the erased borrow is used only until every helper has stored `IDLE`
+        // or had its post taken back, which this function ensures below.
         unsafe { *TEAM.job.get() = Some(std::mem::transmute::<&'a (dyn Fn(usize) + Sync + 'a), *const Job>(job)) };
-        TEAM.done.store(0, Ordering::Relaxed);
-        for h in &helpers[..used] {
-            h.ticket.fetch_add(1, Ordering::Release);
+        for h in used {
+            h.state.store(POSTED, Ordering::Release);
+            // Cheap unless the helper is parked (then a futex wake, which the work below hides).
             h.thread.unpark();
         }
         {
             let _abort = AbortOnUnwind;
             job(0);
         }
-        let mut spins = 0u32;
-        while TEAM.done.load(Ordering::Acquire) < used {
-            pause(&mut spins);
+        for h in used {
+            if revocable && h.state.compare_exchange(POSTED, IDLE, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+                continue;
+            }
+            let mut spins = 0u32;
+            while h.state.load(Ordering::Acquire) != IDLE {
+                pause(&mut spins);
+            }
         }
         // SAFETY: as above; no helper holds the job any more.
         unsafe { *TEAM.job.get() = None };
@@ -152,7 +171,7 @@ impl Guard {
             let id = helpers.len() + 1;
             let (tx, rx) = std::sync::mpsc::channel();
             let spawned = std::thread::Builder::new().name(format!("tapegrad-gemm-{id}")).spawn(move || {
-                let me = Arc::new(Helper { ticket: AtomicUsize::new(0), thread: std::thread::current() });
+                let me = Arc::new(Helper { state: AtomicUsize::new(IDLE), thread: std::thread::current() });
                 if tx.send(me.clone()).is_ok() {
                     serve(&me, id);
                 }
@@ -176,22 +195,21 @@ fn pause(spins: &mut u32) {
     }
 }
 
-/// A helper's life: wait for a ticket, run the job, report, repeat.
+/// A helper's life: wait for a posted job, take it, run it, report, repeat.
 fn serve(me: &Helper, id: usize) {
-    let mut seen = 0usize;
     loop {
         let since = Instant::now();
         let mut n = 0u32;
         loop {
-            let t = me.ticket.load(Ordering::Acquire);
-            if t != seen {
-                seen = t;
+            if me.state.load(Ordering::Relaxed) == POSTED
+                && me.state.compare_exchange(POSTED, TAKEN, Ordering::Acquire, Ordering::Relaxed).is_ok()
+            {
                 break;
             }
             n = n.wrapping_add(1);
-            let waited = if n.is_multiple_of(64) { since.elapsed() } else { Duration::ZERO };
+            let waited = if n < 256 && !n.is_multiple_of(32) { Duration::ZERO } else { since.elapsed() };
             if waited >= YIELD_FOR {
-                // A stale unpark makes this return at once; the loop re-checks the ticket.
+                // A stale unpark makes this return at once; the loop re-checks the state.
                 std::thread::park();
             } else if waited >= SPIN_FOR {
                 std::thread::yield_now();
@@ -199,15 +217,15 @@ fn serve(me: &Helper, id: usize) {
                 std::hint::spin_loop();
             }
         }
-        // SAFETY: the ticket was released after the job was posted, and the caller keeps the job
-        // alive until this helper's `done` below.
+        // SAFETY: the state was `POSTED` (released after the job was written) and is now `TAKEN`:
+        // the caller keeps the job alive until this helper stores `IDLE` below.
         let job = unsafe { (*TEAM.job.get()).expect("a posted job") };
         {
             let _abort = AbortOnUnwind;
             // SAFETY: as above.
             unsafe { (*job)(id) };
         }
-        TEAM.done.fetch_add(1, Ordering::Release);
+        me.state.store(IDLE, Ordering::Release);
     }
 }
 

@@ -1,0 +1,213 @@
+//! The team's multiply for small and mid shapes (W1's products, W6's 256³): units of `C` that the
+//! members claim, so that the product never waits for a helper (NOTE [Claimed tiles]).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::avx512::{self, MR, NR};
+use super::{lines, pack, team, Problem, BUFFERS, KC};
+
+/// At most this many multiply-adds take this path (larger products share packed blocks of `B`
+/// instead, NOTE [Shared panels]: there a member's private copy of its columns of `B` would not
+/// stay in its L2).
+const MAX_WORK: usize = 1 << 26;
+/// A member's copy of its columns of `B` for all of `k` holds at most this many values (1 MB, half
+/// a Zen 5 core's L2).
+const CACHE_MAX: usize = 1 << 18;
+/// Units per member the rows are cut into, so that a member that comes late (or is descheduled)
+/// leaves little for the others to wait for.
+const UNITS_PER_MEMBER: usize = 8;
+
+// NOTE [Claimed tiles]: in a loop of small products with Python between them (W1, W6's forward),
+// a static split of `C` made two threads slower than one (W1 0.200 -> 0.274 ms/step; MM256 in
+// `compare.py` 0.196 ms median against 0.125 on one thread): whenever the helper was parked, or
+// descheduled by a third runnable thread (another process, NumPy's OpenBLAS threads spinning after
+// a call), the caller finished its half and then waited for the helper's whole half. Here `C` is cut
+// into units (a group of `MR`-row panels × a group of `NR`-column panels, all of `k`), each member
+// owns a contiguous range of them and claims them from its front, and a member whose range is empty
+// steals from the back of the others'. The caller starts at once and a revocable post lets it take
+// the helper's job back if the helper has not started it: a late helper costs nothing, a helper
+// that comes does part of the work, and the caller waits at most for the one unit a helper has in
+// hand. No barrier: each member packs, into its own buffer, the columns of `B` of the units it
+// takes, for all of `k` (the ranges are column-major, so a member packs one column group, plus one
+// more if it steals), and `A` is read in place (row-major) or packed one panel at a time.
+// Column groups follow the members when `A` is read in place or `C` is wider than tall (no packing
+// done twice); otherwise there is one (every member packs all of `B`, which is then the smaller
+// operand). Every value of `C` is summed as in `serial` (the same `KC` steps, the same kernel):
+// bit-for-bit the one-thread result.
+
+/// How `C` is cut into units.
+#[derive(Clone, Copy)]
+struct Plan {
+    /// `NR`-column panels per column group, and column groups.
+    group_panels: usize,
+    /// `MR`-row panels per unit, and units per column group.
+    unit_panels: usize,
+    row_units: usize,
+}
+
+impl Plan {
+    fn units(&self, n: usize) -> usize {
+        n.div_ceil(NR).div_ceil(self.group_panels) * self.row_units
+    }
+}
+
+/// The plan for `p` on `members` threads, or `None` if `p` belongs on the shared path.
+fn plan(p: &Problem<f32>, members: usize) -> Option<Plan> {
+    let (row_panels, col_panels) = (p.m.div_ceil(MR), p.n.div_ceil(NR));
+    if p.m * p.n * p.k > MAX_WORK {
+        return None;
+    }
+    let groups = if p.csa == 1 || p.n > p.m { members.min(col_panels) } else { 1 };
+    let group_panels = col_panels.div_ceil(groups);
+    if p.k * group_panels * NR > CACHE_MAX {
+        return None;
+    }
+    let groups = col_panels.div_ceil(group_panels);
+    let want = (UNITS_PER_MEMBER * members).div_ceil(groups);
+    let unit_panels = row_panels.div_ceil(want.min(row_panels));
+    Some(Plan { group_panels, unit_panels, row_units: row_panels.div_ceil(unit_panels) })
+}
+
+/// A member's range of units, `front | back << 32`: its owner claims from the front, the others
+/// steal from the back. One cache line each, so claims on different ranges do not contend.
+#[repr(align(64))]
+struct Range(AtomicU64);
+
+impl Range {
+    fn new(front: usize, back: usize) -> Self {
+        Range(AtomicU64::new(front as u64 | (back as u64) << 32))
+    }
+
+    fn claim(&self, from_back: bool) -> Option<usize> {
+        let mut v = self.0.load(Ordering::Relaxed);
+        loop {
+            let (front, back) = (v & 0xffff_ffff, v >> 32);
+            if front >= back {
+                return None;
+            }
+            let (next, unit) = if from_back { (front | (back - 1) << 32, back - 1) } else { (v + 1, front) };
+            match self.0.compare_exchange_weak(v, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return Some(unit as usize),
+                Err(now) => v = now,
+            }
+        }
+    }
+}
+
+/// A job of this path, shared by its members.
+struct Job<'a> {
+    p: Problem<f32>,
+    plan: Plan,
+    ranges: &'a [Range],
+}
+// SAFETY: members write disjoint units of `C` (each unit is claimed once); `A` and `B` are only
+// read.
+unsafe impl Sync for Job<'_> {}
+
+/// `C = A · B` on up to `members` members of `team`. Returns `false` (and does nothing) if `p` does
+/// not fit this path.
+///
+/// # Safety
+/// The CPU must support AVX-512F; the operands as for `sgemm`, with `m`, `n` and `k` nonzero, and
+/// `members` at most what `team.members` returned.
+pub(super) unsafe fn run(p: Problem<f32>, team: &mut team::Guard, members: usize) -> bool {
+    let Some(plan) = plan(&p, members) else {
+        return false;
+    };
+    let units = plan.units(p.n);
+    let ranges: Vec<Range> = (0..members).map(|i| Range::new(units * i / members, units * (i + 1) / members)).collect();
+    let job = Job { p, plan, ranges: &ranges };
+    team.run(members, true, &|id| {
+        // SAFETY: AVX-512F and the operands are this function's preconditions.
+        unsafe { member(&job, id) }
+    });
+    true
+}
+
+/// Claims and computes units until none is left: first from this member's range, then from the
+/// others'.
+///
+/// # Safety
+/// As for `run`.
+unsafe fn member(job: &Job, id: usize) {
+    let Job { p, plan, ranges } = *job;
+    let group_cols = plan.group_panels * NR;
+    let kc_max = KC.min(p.k);
+    let direct_a = p.csa == 1;
+    BUFFERS.with(|cell| {
+        let mut bufs = cell.borrow_mut();
+        let (abuf, bbuf) = &mut *bufs;
+        let ap: &mut [f32] = lines(abuf, MR * kc_max);
+        // Block `pc` of the group's columns starts at `pc × group_cols` (the blocks before it hold
+        // `pc` steps of `k` each), its panel `q` `kc × NR` values further on per panel.
+        let bc: &mut [f32] = lines(bbuf, p.k * group_cols);
+        let mut packed_group = usize::MAX;
+        let mut victim = id;
+        loop {
+            let unit = match ranges[id].claim(false) {
+                Some(u) => u,
+                None => loop {
+                    victim = (victim + 1) % ranges.len();
+                    if victim == id {
+                        return;
+                    }
+                    if let Some(u) = ranges[victim].claim(true) {
+                        // Come back to this victim first next time.
+                        victim = (victim + ranges.len() - 1) % ranges.len();
+                        break u;
+                    }
+                },
+            };
+            let (group, row_unit) = (unit / plan.row_units, unit % plan.row_units);
+            let j0 = group * group_cols;
+            let cols = group_cols.min(p.n - j0);
+            if group != packed_group {
+                for pc in (0..p.k).step_by(KC) {
+                    let kc = KC.min(p.k - pc);
+                    let src = p.b.wrapping_offset(pc as isize * p.rsb + j0 as isize * p.csb);
+                    let dst = &mut bc[pc * group_cols..pc * group_cols + kc * cols.div_ceil(NR) * NR];
+                    // SAFETY: rows `pc..pc+kc` and columns `j0..j0+cols` lie inside `B`; `dst`
+                    // holds `ceil(cols / NR)` panels of `kc × NR`; AVX-512F is the precondition.
+                    unsafe { pack::pack_b(kc, cols, src, p.rsb, p.csb, dst) };
+                }
+                packed_group = group;
+            }
+            let r0 = row_unit * plan.unit_panels * MR;
+            let r1 = p.m.min(r0 + plan.unit_panels * MR);
+            for pc in (0..p.k).step_by(KC) {
+                let kc = KC.min(p.k - pc);
+                let block = bc.as_ptr().wrapping_add(pc * group_cols);
+                for ir in (r0..r1).step_by(MR) {
+                    let rows = MR.min(r1 - ir);
+                    let a_rows = p.a.wrapping_offset(ir as isize * p.rsa + pc as isize * p.csa);
+                    let (apanel, strides) = if direct_a && rows == MR {
+                        (a_rows, (p.rsa as usize, 1))
+                    } else {
+                        // SAFETY: rows `ir..ir+rows` and columns `pc..pc+kc` of `A`; `ap` holds
+                        // one `KC × MR` panel.
+                        unsafe { pack::pack_a(rows, kc, a_rows, p.rsa, p.csa, ap) };
+                        (ap.as_ptr(), (1, MR))
+                    };
+                    for jr in (0..cols).step_by(NR) {
+                        let tile = avx512::Tile {
+                            kc,
+                            a: apanel,
+                            ars: strides.0,
+                            aks: strides.1,
+                            b: block.wrapping_add(jr * kc),
+                            c: p.c.wrapping_add(ir * p.ldc + j0 + jr),
+                            ldc: p.ldc,
+                            rows,
+                            cols: NR.min(cols - jr),
+                            accumulate: pc > 0,
+                        };
+                        // SAFETY: AVX-512F is the precondition; `apanel` is a panel of `kc` steps
+                        // of `A`, `b` a packed `kc × NR` panel of this group's block `pc`, and the
+                        // corner of `C` lies in this unit, which no other member writes.
+                        unsafe { avx512::kernel(tile) };
+                    }
+                }
+            }
+        }
+    });
+}
