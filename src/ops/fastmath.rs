@@ -83,8 +83,12 @@ pub(crate) fn sigmoid_f32(x: f32) -> f32 {
 
 /// Elements per rayon task.
 const CHUNK: usize = 1 << 13;
-/// At about 0.1 ns per element these run two threads only for large tensors (compare
-/// `kernel::PARALLEL_ELEMENTS_HEAVY`, sized for libm's 10 ns).
+/// Above this many elements these run on two threads (compare `kernel::PARALLEL_ELEMENTS_HEAVY`,
+/// sized for libm's 10 ns per element). `tanh` takes about 0.25 ns per element here, 17 µs for a
+/// 256×256 layer on one thread; split over the pool, 13.5 µs alone, but in W6's forward pass, where
+/// each `tanh` follows a product whose helper thread still spins (`gemm::team`), waking the pool's
+/// threads cost more than it saved: W6's forward took 19.5 ms with that layer on one thread against
+/// 22 ms split (min of 15 steps, CI-profile build, same minute). So up to 256×256 stays on one thread.
 const PARALLEL: usize = 1 << 16;
 
 /// `op` over `src` into a new vector when this file has a fast version of it, else `None`.
@@ -98,7 +102,7 @@ pub(crate) fn unary_f32(op: Unary, src: &[f32]) -> Option<Vec<f32>> {
     let mut out: Vec<f32> = Vec::with_capacity(src.len());
     let dst = &mut out.spare_capacity_mut()[..src.len()];
     let run = |d: &mut [MaybeUninit<f32>], s: &[f32]| chunk(op, f, d, s);
-    if src.len() >= PARALLEL {
+    if src.len() > PARALLEL {
         crate::parallel::install(|| dst.par_chunks_mut(CHUNK).zip(src.par_chunks(CHUNK)).for_each(|(d, s)| run(d, s)));
     } else {
         run(dst, src);
