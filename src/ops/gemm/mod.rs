@@ -5,10 +5,12 @@
 //! Blocking (the BLIS scheme, mirrored for row-major `C` because the kernel broadcasts `A` and
 //! vectorizes along the columns of `B`):
 //! - `KC` steps of `k` per pass: one packed 12×KC panel of `A` (18 KB) stays in L1 while the
-//!   kernel sweeps the packed KC×NC block of `B` (768 KB, in the 2 MB L2);
+//!   kernel sweeps the packed KC×NC block of `B` (768 KB, in the core's 1 MB L2);
 //! - `MC` rows of `A` packed per pass (2.3 MB, in L3);
 //! - on several threads the members of the team share each packed block of `B` and split the rows
-//!   (or the panels) of `C` between them (NOTE [Shared panels], NOTE [Why a team and not rayon]).
+//!   (or the panels) of `C` between them (NOTE [Shared panels], NOTE [Why a team and not rayon]);
+//! - packing runs at AVX-512 width (NOTE [Packing at memory speed] in `pack.rs`), and the next block of
+//!   a large `B` is prefetched while the kernel runs (NOTE [Prefetching ahead]).
 //!
 //! NOTE [Why a hand-written SGEMM]: float32 matrix multiply bounds the heavy workloads (README,
 //! "Performance"), so its speed is theirs. This kernel reaches 164 GFLOP/s on one core for 2048³,
