@@ -37,6 +37,13 @@ const SHAPES: &[(&str, usize, usize, usize, bool, bool)] = &[
     ("W4 256x4096x4096", 256, 4096, 4096, false, false),
     ("W4 h.T@g 4096x256x4096", 4096, 256, 4096, true, false),
     ("W4 g@w.T 256x4096x4096", 256, 4096, 4096, false, true),
+    // The rest of W4's products (forward of the last layer, the other weight gradients and input
+    // gradients) and W8's forward (`nn.Linear`: `x @ W.t()`), issue 19 (pack19).
+    ("W4 256x4096x1024", 256, 4096, 1024, false, false),
+    ("W4 h.T@g 1024x256x4096", 1024, 256, 4096, true, false),
+    ("W4 h.T@g 4096x256x1024", 4096, 256, 1024, true, false),
+    ("W4 g@w.T 256x1024x4096", 256, 1024, 4096, false, true),
+    ("W8 x@W.T 256x4096x1024", 256, 4096, 1024, false, true),
 ];
 
 /// Seconds of measurement per library and shape (at least 3 rounds).

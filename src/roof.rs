@@ -305,6 +305,28 @@ pub unsafe fn sgemm_for_bench(
     unsafe { crate::ops::linalg::f32_gemm(p) }
 }
 
+/// The GEMM's packing of one block (`ops/gemm/pack.rs`), for `benches/gemm_pack.rs`: `pack_a` of an
+/// `outer`-row × `inner`-step block of `A` when `a`, else `pack_b` of an `outer`-step × `inner`-column
+/// block of `B`, from `src` at element strides `rs`, `cs` into `dst`. Returns `false` (nothing
+/// done) without AVX-512F. Not part of the API.
+///
+/// # Safety
+/// `src` must be valid for reads of the block at its strides, and `dst` must hold its packed
+/// panels: `ceil(outer / 12) × inner × 12` values for `A`, `ceil(inner / 32) × outer × 32` for `B`.
+#[doc(hidden)]
+pub unsafe fn pack_for_bench(
+    a: bool,
+    outer: usize,
+    inner: usize,
+    src: *const f32,
+    rs: isize,
+    cs: isize,
+    dst: &mut [f32],
+) -> bool {
+    // SAFETY: the caller's contract is `pack_for_bench`'s.
+    unsafe { crate::ops::gemm::pack_for_bench(a, outer, inner, src, rs, cs, dst) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

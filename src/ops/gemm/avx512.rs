@@ -11,6 +11,8 @@ use std::arch::x86_64::*;
 pub(super) const MR: usize = 12;
 /// Columns of `C` per micro-kernel call (two zmm vectors of f32).
 pub(super) const NR: usize = 32;
+/// Steps of `k` before the end at which the tile of `C` is prefetched (NOTE [Prefetching C]).
+const C_AHEAD: usize = 128;
 
 /// One call of the micro-kernel: `C[..rows, ..cols] (+)= A_panel · B_panel`.
 #[derive(Clone, Copy)]
@@ -67,7 +69,7 @@ unsafe fn block<const R: usize, const V: usize>(t: Tile) {
     let Tile { kc, a, ars, aks, b, c, ldc, rows, cols, accumulate } = t;
     let mut acc = [[_mm512_setzero_ps(); V]; R];
     let (mut a, mut b) = (a, b);
-    for _ in 0..kc {
+    let mut step = |a: *const f32, b: *const f32| {
         let mut bv = [_mm512_setzero_ps(); V];
         for (v, x) in bv.iter_mut().enumerate() {
             // SAFETY: `b` points at this step's NR = 32 values of the packed panel and `v < 2`.
@@ -80,7 +82,31 @@ unsafe fn block<const R: usize, const V: usize>(t: Tile) {
                 *r = _mm512_fmadd_ps(ai, *x, *r);
             }
         }
+    };
+    // NOTE [Prefetching C]: the tile of `C` is read (when accumulating) and written after the
+    // last step; on a large product it is in L3 or memory by then, and 24 lines fetched at the
+    // end stall the core for a memory latency per call. They are prefetched `C_AHEAD` steps
+    // before the end (about 1,500 cycles: more than a memory latency, less than the time the
+    // streaming panel of `B` takes to push them out of L1).
+    let ahead = kc.min(C_AHEAD);
+    for _ in 0..kc - ahead {
+        step(a, b);
         // Wrapping: after the last step these point one step past the panels and are not read.
+        a = a.wrapping_add(aks);
+        b = b.wrapping_add(NR);
+    }
+    for i in 0..rows {
+        let p = c.wrapping_add(i * ldc);
+        // The row's first and last values (they span at most three lines; the middle one is
+        // fetched by the hardware's adjacent-line prefetch or with the first).
+        _mm_prefetch::<_MM_HINT_T0>(p.cast());
+        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(cols - 1).cast());
+        if cols > 16 {
+            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(16).cast());
+        }
+    }
+    for _ in 0..ahead {
+        step(a, b);
         a = a.wrapping_add(aks);
         b = b.wrapping_add(NR);
     }

@@ -5,10 +5,12 @@
 //! Blocking (the BLIS scheme, mirrored for row-major `C` because the kernel broadcasts `A` and
 //! vectorizes along the columns of `B`):
 //! - `KC` steps of `k` per pass: one packed 12×KC panel of `A` (18 KB) stays in L1 while the
-//!   kernel sweeps the packed KC×NC block of `B` (768 KB, in the 2 MB L2);
+//!   kernel sweeps the packed KC×NC block of `B` (768 KB, in the core's 1 MB L2);
 //! - `MC` rows of `A` packed per pass (2.3 MB, in L3);
 //! - on several threads the members of the team share each packed block of `B` and split the rows
-//!   (or the panels) of `C` between them (NOTE [Shared panels], NOTE [Why a team and not rayon]).
+//!   (or the panels) of `C` between them (NOTE [Shared panels], NOTE [Why a team and not rayon]);
+//! - packing runs at AVX-512 width (NOTE [Packing at memory speed] in `pack.rs`), and the next block of
+//!   a large `B` is prefetched while the kernel runs (NOTE [Prefetching ahead]).
 //!
 //! NOTE [Why a hand-written SGEMM]: float32 matrix multiply bounds the heavy workloads (README,
 //! "Performance"), so its speed is theirs. This kernel reaches 164 GFLOP/s on one core for 2048³,
@@ -32,6 +34,9 @@ const MC: usize = 1536;
 const NC: usize = 512;
 /// Columns of a block of `B` shared by the team (NOTE [Shared panels]).
 const NC_TEAM: usize = 512;
+/// From this many values of `B` (8 MB), the next block of `B` is prefetched while the kernel
+/// sweeps the current one (NOTE [Prefetching ahead]); a smaller `B` is likely in cache already.
+const PREFETCH_B_MIN: usize = 1 << 21;
 /// Below this many multiply-adds the team (a second thread) is not used. Measured on the 2-core
 /// Zen 5 (2026-11-24, load average about 2, other engineers' jobs beside):
 /// - 256³ (16.8M), product alone (`benches/compare.py` MM256, fastest round): 0.071 ms on two threads
@@ -74,6 +79,75 @@ fn lines<T: Word>(buf: &mut Vec<Line>, n: usize) -> &mut [T] {
     // `need × 16 >= n` initialised words, and `T` (`f32` or `u32`) is four bytes, no stricter
     // aligned than `Line`, and valid for every bit pattern.
     unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<T>(), n) }
+}
+
+// NOTE [Prefetching ahead]: on the large products the next block of `B` comes from memory (W4's
+// weights, 16 and 64 MB, read once per product), and packing it stalls for a memory latency per
+// row of the block between two sweeps of arithmetic: `pack_b` reads a 4096×4096 row-major `B` block
+// by block at 9.4 GB/s (`benches/gemm_pack.rs`), a quarter of the copy bandwidth. So while the
+// kernel sweeps one block, each thread prefetches (to L2) the part of the next block that it will
+// pack, a few dozen lines between two kernel calls, over the last quarter of the block's calls
+// only: the lines fetched push the current block out of the 1 MB L2, and its remaining sweeps then
+// read it from L3. Only for a `B` of `PREFETCH_B_MIN` values or more. Measured (`gemm_libs`,
+// 2026-11-24 12:58, load 0.7–2.0, GFLOP/s without / with): one thread 256×4096×4096 220 / 225,
+// 256×1024×4096 232 / 235, with `B` transposed 225 / 235; two threads within ±3% either way. The
+// bench's `B` stays in L3 between rounds, W4's weights do not. Without the size limit, W1's
+// 64×1000×100 (a 400 KB `B`, in L2) lost 10% (183 against 202 GFLOP/s; 172 with the prefetch over
+// all of the block's calls). Prefetching the next panel of an `A` read in place (to L1 over the
+// panel's calls, or during its last call only) gained nothing on 4096³ (one thread 84–85% with,
+// 86% without), so it is not done. Prefetches never fault, so the
+// addresses are computed with wrapping arithmetic.
+
+/// A strided region of an operand to fetch into cache ahead of its use: `runs` runs of `len`
+/// contiguous values, `stride` values apart.
+#[derive(Clone, Copy)]
+struct Ahead {
+    base: *const f32,
+    runs: usize,
+    stride: isize,
+    len: usize,
+}
+
+impl Ahead {
+    const NONE: Ahead = Ahead { base: std::ptr::null(), runs: 0, stride: 0, len: 0 };
+
+    /// The `rows × cols` block at `base` of an operand with strides `rs`, `cs`, walked along
+    /// whichever of the two is contiguous (nothing when neither is).
+    fn block(base: *const f32, rows: usize, cols: usize, rs: isize, cs: isize) -> Ahead {
+        match (rs, cs) {
+            (_, 1) => Ahead { base, runs: rows, stride: rs, len: cols },
+            (1, _) => Ahead { base, runs: cols, stride: cs, len: rows },
+            _ => Ahead::NONE,
+        }
+    }
+
+    /// Part `t` of `parts` of the next block of `B`, prefetched over the last quarter of the
+    /// current block's kernel calls only: the lines fetched evict the current block from L2, which
+    /// its remaining sweeps then read from L3.
+    fn late(&self, t: usize, parts: usize) {
+        let start = parts - parts / 4;
+        if t >= start {
+            self.part(t - start, parts - start);
+        }
+    }
+
+    /// Prefetches part `t` of `parts` of the region to L2, line by line.
+    fn part(&self, t: usize, parts: usize) {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
+        if self.len == 0 {
+            return;
+        }
+        // Lines per run: one address every 16 values, the last clamped to the run's last value
+        // (so an unaligned run's last line is fetched and nothing past the run is).
+        let per = self.len.div_ceil(16) + 1;
+        let total = self.runs * per;
+        for x in total * t / parts..total * (t + 1) / parts {
+            let (r, l) = (x / per, x % per);
+            let at = self.base.wrapping_offset(r as isize * self.stride).wrapping_add((16 * l).min(self.len - 1));
+            // SAFETY: a prefetch is a hint: it does not fault on any address.
+            unsafe { _mm_prefetch::<_MM_HINT_T1>(at.cast()) };
+        }
+    }
 }
 
 /// `C = A · B` for one [`Problem`]: an m×k `A` and k×n `B` with element strides, into row-major
@@ -213,21 +287,34 @@ unsafe fn member(job: Shared, id: usize, members: usize, split_rows: bool, barri
     };
     let direct_a = p.csa == 1;
     let kc_max = KC.min(p.k);
+    let cold_b = p.k * p.n >= PREFETCH_B_MIN;
+    // This member's panels of the block of `B` at columns `jc`: `q0..q1` of its `panels`.
+    let share = |jc: usize| {
+        let nc = NC_TEAM.min(p.n - jc);
+        let panels = nc.div_ceil(NR);
+        // Without barriers each member must keep to one region of the buffer in every block:
+        // its share of the largest block's panels, at the largest block's panel size.
+        let (q0, q1) = if split_rows {
+            part(panels)
+        } else {
+            let (q0, q1) = part(block / (kc_max * NR));
+            (q0.min(panels), q1.min(panels))
+        };
+        (nc, panels, q0, q1)
+    };
+    // The part of `B` this member packs for the block at (`pc`, `jc`) (NOTE [Prefetching ahead]).
+    let source = |pc: usize, jc: usize| {
+        let (nc, _, q0, q1) = share(jc);
+        let cols = (q1 * NR).min(nc).saturating_sub(q0 * NR);
+        let at = p.b.wrapping_offset(pc as isize * p.rsb + (jc + q0 * NR) as isize * p.csb);
+        Ahead::block(at, KC.min(p.k - pc), cols, p.rsb, p.csb)
+    };
     BUFFERS.with(|cell| {
         let mut bufs = cell.borrow_mut();
         let ap: &mut [f32] = lines(&mut bufs.0, MR * kc_max);
         let mut half = 0;
         for jc in (0..p.n).step_by(NC_TEAM) {
-            let nc = NC_TEAM.min(p.n - jc);
-            let panels = nc.div_ceil(NR);
-            // Without barriers each member must keep to one region of the buffer in every block:
-            // its share of the largest block's panels, at the largest block's panel size.
-            let (q0, q1) = if split_rows {
-                part(panels)
-            } else {
-                let (q0, q1) = part(block / (kc_max * NR));
-                (q0.min(panels), q1.min(panels))
-            };
+            let (nc, panels, q0, q1) = share(jc);
             for pc in (0..p.k).step_by(KC) {
                 let kc = KC.min(p.k - pc);
                 let bp = b.wrapping_add(half * block);
@@ -241,9 +328,17 @@ unsafe fn member(job: Shared, id: usize, members: usize, split_rows: bool, barri
                     // other member reads or writes until the next barrier (and, split by panels,
                     // ever), nor reads from its older block any more (NOTE [Shared panels]).
                     let dst = unsafe { std::slice::from_raw_parts_mut(bp.add(own), (q1 - q0) * kc * NR) };
-                    // SAFETY: rows `pc..pc+kc` and columns `jc+q0·NR..+cols` lie inside `B`.
+                    // SAFETY: rows `pc..pc+kc` and columns `jc+q0·NR..+cols` lie inside `B`;
+                    // AVX-512F is this function's precondition.
                     unsafe { pack::pack_b(kc, cols, src, p.rsb, p.csb, dst) };
                 }
+                let next = if pc + KC < p.k {
+                    source(pc + KC, jc)
+                } else if jc + NC_TEAM < p.n {
+                    source(0, jc + NC_TEAM)
+                } else {
+                    Ahead::NONE
+                };
                 // Panel `q` of the block is at `bp + first + q × kc × NR`.
                 let (j0, j1, first) = if split_rows {
                     barrier.wait();
@@ -251,6 +346,8 @@ unsafe fn member(job: Shared, id: usize, members: usize, split_rows: bool, barri
                 } else {
                     (q0, q1, own - q0 * kc * NR)
                 };
+                let calls = (r1 - r0).div_ceil(MR) * (j1 - j0);
+                let mut call = 0;
                 for ir in (r0..r1).step_by(MR) {
                     let rows = MR.min(r1 - ir);
                     let a_rows = p.a.wrapping_offset(ir as isize * p.rsa + pc as isize * p.csa);
@@ -258,11 +355,15 @@ unsafe fn member(job: Shared, id: usize, members: usize, split_rows: bool, barri
                         (a_rows, (p.rsa as usize, 1))
                     } else {
                         // SAFETY: rows `ir..ir+rows` and columns `pc..pc+kc` of `A`; `ap` holds
-                        // one `KC × MR` panel.
+                        // one `KC × MR` panel; AVX-512F is this function's precondition.
                         unsafe { pack::pack_a(rows, kc, a_rows, p.rsa, p.csa, ap) };
                         (ap.as_ptr(), (1, MR))
                     };
                     for q in j0..j1 {
+                        if cold_b {
+                            next.late(call, calls);
+                        }
+                        call += 1;
                         let jr = q * NR;
                         let tile = avx512::Tile {
                             kc,
@@ -286,6 +387,35 @@ unsafe fn member(job: Shared, id: usize, members: usize, split_rows: bool, barri
             }
         }
     });
+}
+
+/// Packs a block as the kernel does, for `benches/gemm_pack.rs` (through `roof::pack_for_bench`):
+/// `pack_a` of an `outer × inner` block of `A` when `a` (rows × steps), else `pack_b` (steps ×
+/// columns). Returns `false`, doing nothing, without AVX-512F.
+///
+/// # Safety
+/// `src` must be valid for the block at strides `rs`, `cs`, and `dst` hold its packed panels.
+pub(crate) unsafe fn pack_for_bench(
+    a: bool,
+    outer: usize,
+    inner: usize,
+    src: *const f32,
+    rs: isize,
+    cs: isize,
+    dst: &mut [f32],
+) -> bool {
+    if !std::arch::is_x86_feature_detected!("avx512f") {
+        return false;
+    }
+    // SAFETY: AVX-512F was detected; the operands are the caller's.
+    unsafe {
+        if a {
+            pack::pack_a(outer, inner, src, rs, cs, dst)
+        } else {
+            pack::pack_b(outer, inner, src, rs, cs, dst)
+        }
+    }
+    true
 }
 
 /// One thread's `matrixmultiply::sgemm`, where AVX-512 is absent.
@@ -313,10 +443,25 @@ unsafe fn serial(p: Problem<f32>) {
         let mut bufs = cell.borrow_mut();
         let (abuf, bbuf) = &mut *bufs;
         let direct_a = p.csa == 1;
+        let cold_b = p.k * p.n >= PREFETCH_B_MIN;
         let ap: &mut [f32] = lines(abuf, if direct_a { MR } else { MC.min(p.m.div_ceil(MR) * MR) } * KC.min(p.k));
         let bp: &mut [f32] = lines(bbuf, NC.min(p.n.div_ceil(NR) * NR) * KC.min(p.k));
         // Addresses are computed with wrapping arithmetic (they stay inside the operands, which the
         // loop bounds ensure); the unsafe blocks are where they are read or written.
+        // The block of `B` packed after the one at (`ic`, `pc`, `jc`) (NOTE [Prefetching ahead]).
+        let next_b = |ic: usize, pc: usize, jc: usize| {
+            let (pc, jc) = if jc + NC < p.n {
+                (pc, jc + NC)
+            } else if pc + KC < p.k {
+                (pc + KC, 0)
+            } else if ic + MC < p.m {
+                (0, 0)
+            } else {
+                return Ahead::NONE;
+            };
+            let at = p.b.wrapping_offset(pc as isize * p.rsb + jc as isize * p.csb);
+            Ahead::block(at, KC.min(p.k - pc), NC.min(p.n - jc), p.rsb, p.csb)
+        };
         for ic in (0..p.m).step_by(MC) {
             let mc = MC.min(p.m - ic);
             for pc in (0..p.k).step_by(KC) {
@@ -324,7 +469,8 @@ unsafe fn serial(p: Problem<f32>) {
                 let a_block = p.a.wrapping_offset(ic as isize * p.rsa + pc as isize * p.csa);
                 if !direct_a {
                     // SAFETY: rows `ic..ic+mc` and columns `pc..pc+kc` lie inside `A`; `ap` holds
-                    // `ceil(mc / MR)` panels of `kc × MR` (sized above for `MC` rows and `KC` steps).
+                    // `ceil(mc / MR)` panels of `kc × MR` (sized above for `MC` rows and `KC` steps);
+                    // AVX-512F is this function's precondition.
                     unsafe { pack::pack_a(mc, kc, a_block, p.rsa, p.csa, ap) };
                 }
                 for jc in (0..p.n).step_by(NC) {
@@ -333,6 +479,9 @@ unsafe fn serial(p: Problem<f32>) {
                     // SAFETY: rows `pc..pc+kc` and columns `jc..jc+nc` lie inside `B`; `bp` holds
                     // `ceil(nc / NR)` panels of `kc × NR`; AVX-512F is the caller's precondition.
                     unsafe { pack::pack_b(kc, nc, b_block, p.rsb, p.csb, bp) };
+                    let next = next_b(ic, pc, jc);
+                    let calls = mc.div_ceil(MR) * nc.div_ceil(NR);
+                    let mut call = 0;
                     for ir in (0..mc).step_by(MR) {
                         let rows = MR.min(mc - ir);
                         let (apanel, strides) = if !direct_a {
@@ -342,11 +491,16 @@ unsafe fn serial(p: Problem<f32>) {
                         } else {
                             let a_rows = a_block.wrapping_offset(ir as isize * p.rsa);
                             // SAFETY: the last `rows < MR` rows of this block of `A`, read along
-                            // its contiguous rows; `ap` holds at least one `kc × MR` panel.
+                            // its contiguous rows; `ap` holds at least one `kc × MR` panel;
+                            // AVX-512F is this function's precondition.
                             unsafe { pack::pack_a(rows, kc, a_rows, p.rsa, 1, ap) };
                             (ap.as_ptr(), (1, MR))
                         };
                         for jr in (0..nc).step_by(NR) {
+                            if cold_b {
+                                next.late(call, calls);
+                            }
+                            call += 1;
                             let tile = avx512::Tile {
                                 kc,
                                 a: apanel,
@@ -536,6 +690,30 @@ mod tests {
                 h.join().unwrap();
             }
             stop.store(false, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// A `B` large enough for the next block to be prefetched (`PREFETCH_B_MIN`), over several
+    /// blocks of `k` and of columns, with a partial last block of each: every transpose gives the
+    /// serial bits on 1–3 threads, and the f64 reference.
+    #[test]
+    fn prefetched_blocks_match_serial_bits_and_reference() {
+        if !avx512() {
+            return;
+        }
+        let (m, k, n) = (30, 2 * KC + 5, 6 * NC + 70);
+        assert!(k * n >= PREFETCH_B_MIN);
+        for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+            let want = serial_bits(m, k, n, ta, tb, 2);
+            for threads in 1..=3 {
+                let mut t = case(m, k, n, ta, tb, 2);
+                t.p.c = t.c.as_mut_ptr();
+                // SAFETY: AVX-512F was detected; the case's vectors fit its shapes and strides.
+                unsafe { sgemm_threads(t.p, threads, 0) };
+                let got: Vec<u32> = t.c.iter().map(|x| x.to_bits()).collect();
+                assert!(got == want, "{m}x{k}x{n} ta={ta} tb={tb} threads={threads}: bits differ from serial");
+            }
+            check(m, k, n, ta, tb);
         }
     }
 
