@@ -483,11 +483,6 @@ def minor_faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-# Seconds slept before each timed round of a multi-threaded row (see `--settle`), and the rows that do not.
-SETTLE = 0.15
-NO_SETTLE = {"W2", "W3", "W5"}
-
-
 def run_one(name, repeats, settle=0.0):
     """Child process: alternate the implementations of one workload and print JSON.
 
@@ -543,11 +538,8 @@ def main():
     # threads spin briefly: interleaved round by round, they take the second core from whichever
     # implementation runs next (a two-thread product then runs at one thread's speed, or slower).
     # `--settle 0.15` sleeps that long before each round, so that each runs as in a process of its own.
-    # The official runs settle every multi-threaded row (SETTLE); the per-operation rows W2, W3 and W5 run on
-    # one thread and lose more to caches gone cold during the sleep than to other threads, for every library.
-    parser.add_argument("--settle", type=float, default=None,
-                        help=f"seconds to sleep before each timed round (lets other libraries' threads idle); "
-                             f"default {SETTLE} s, except 0 for {', '.join(sorted(NO_SETTLE))}")
+    parser.add_argument("--settle", type=float, default=0.0,
+                        help="seconds to sleep before each timed round (lets other libraries' threads idle)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--memory", help=argparse.SUPPRESS)
     parser.add_argument("--limits", action="store_true", help=argparse.SUPPRESS)
@@ -556,7 +548,7 @@ def main():
         machine_limits()
         return
     if args.child:
-        run_one(args.child, args.repeats, args.settle or 0.0)
+        run_one(args.child, args.repeats, args.settle)
         return
     if args.memory:
         chain_memory(args.memory)
@@ -566,8 +558,6 @@ def main():
     print(f"numpy {np.__version__}; torch {torch.__version__ if torch else 'not installed (comparisons skipped)'}")
     if hasattr(os, "getloadavg"):
         print("load average at start: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
-    print(f"settle before each round: {args.settle if args.settle is not None else SETTLE} s"
-          + ("" if args.settle is not None else f" (0 for {', '.join(sorted(NO_SETTLE))})"))
     limits = subprocess.run([sys.executable, __file__, "--limits"], capture_output=True, text=True)
     roof = {}
     copy_bw = {}
@@ -598,9 +588,8 @@ def main():
         env = dict(os.environ)
         if one_thread(name):
             env.update(RAYON_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-        settle = args.settle if args.settle is not None else (0.0 if name in NO_SETTLE else SETTLE)
         out = subprocess.run([sys.executable, __file__, "--child", name, "--repeats", str(args.repeats),
-                              "--settle", str(settle)],
+                              "--settle", str(args.settle)],
                              capture_output=True, text=True, env=env)
         if out.returncode != 0:
             print(f"{name}: failed\n{out.stderr}")
