@@ -225,6 +225,31 @@ unsafe fn sgemm_team(p: Problem<f32>, threads: usize, min_work: usize, claimed: 
     unsafe { serial(p) }
 }
 
+/// Rows `ir..ir + rows` and columns `pc..pc + kc` of `A` as the kernel reads them, with their (row,
+/// column) strides: in place when `direct` (row-major `A`) and the panel is whole, else packed into
+/// `ap` (the per-panel choice of `shared` and of `tiles`).
+///
+/// # Safety
+/// The rows and columns lie in `A`; `ap` holds one `KC × MR` panel; the CPU supports AVX-512F.
+#[inline(always)]
+unsafe fn a_panel(
+    p: &Problem<f32>,
+    ir: usize,
+    rows: usize,
+    pc: usize,
+    kc: usize,
+    direct: bool,
+    ap: &mut [f32],
+) -> (*const f32, (usize, usize)) {
+    let a_rows = p.a.wrapping_offset(ir as isize * p.rsa + pc as isize * p.csa);
+    if direct && rows == MR {
+        return (a_rows, (p.rsa as usize, 1));
+    }
+    // SAFETY: the caller's contract.
+    unsafe { pack::pack_a(rows, kc, a_rows, p.rsa, p.csa, ap) };
+    (ap.as_ptr(), (1, MR))
+}
+
 /// A `Problem` handed to the members of a team job.
 #[derive(Clone, Copy)]
 struct Shared {
@@ -350,15 +375,9 @@ unsafe fn member(job: Shared, id: usize, members: usize, split_rows: bool, barri
                 let mut call = 0;
                 for ir in (r0..r1).step_by(MR) {
                     let rows = MR.min(r1 - ir);
-                    let a_rows = p.a.wrapping_offset(ir as isize * p.rsa + pc as isize * p.csa);
-                    let (apanel, strides) = if direct_a && rows == MR {
-                        (a_rows, (p.rsa as usize, 1))
-                    } else {
-                        // SAFETY: rows `ir..ir+rows` and columns `pc..pc+kc` of `A`; `ap` holds
-                        // one `KC × MR` panel; AVX-512F is this function's precondition.
-                        unsafe { pack::pack_a(rows, kc, a_rows, p.rsa, p.csa, ap) };
-                        (ap.as_ptr(), (1, MR))
-                    };
+                    // SAFETY: rows `ir..ir+rows` and columns `pc..pc+kc` lie in `A`; `ap` holds one
+                    // `KC × MR` panel; AVX-512F is this function's precondition.
+                    let (apanel, strides) = unsafe { a_panel(&p, ir, rows, pc, kc, direct_a, ap) };
                     for q in j0..j1 {
                         if cold_b {
                             next.late(call, calls);

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::avx512::{self, MR, NR};
-use super::{lines, pack, team, Problem, BUFFERS, KC};
+use super::{a_panel, lines, pack, team, Problem, BUFFERS, KC};
 
 /// At most this many multiply-adds take this path (larger products share packed blocks of `B`
 /// instead, NOTE [Shared panels]: there a member's private copy of its columns of `B` would not
@@ -179,15 +179,9 @@ unsafe fn member(job: &Job, id: usize) {
                 let block = bc.as_ptr().wrapping_add(pc * group_cols);
                 for ir in (r0..r1).step_by(MR) {
                     let rows = MR.min(r1 - ir);
-                    let a_rows = p.a.wrapping_offset(ir as isize * p.rsa + pc as isize * p.csa);
-                    let (apanel, strides) = if direct_a && rows == MR {
-                        (a_rows, (p.rsa as usize, 1))
-                    } else {
-                        // SAFETY: rows `ir..ir+rows` and columns `pc..pc+kc` of `A`; `ap` holds
-                        // one `KC × MR` panel.
-                        unsafe { pack::pack_a(rows, kc, a_rows, p.rsa, p.csa, ap) };
-                        (ap.as_ptr(), (1, MR))
-                    };
+                    // SAFETY: rows `ir..ir+rows` and columns `pc..pc+kc` lie in `A`; `ap` holds one
+                    // `KC × MR` panel; AVX-512F as for this function.
+                    let (apanel, strides) = unsafe { a_panel(&p, ir, rows, pc, kc, direct_a, ap) };
                     for jr in (0..cols).step_by(NR) {
                         let tile = avx512::Tile {
                             kc,
