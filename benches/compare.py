@@ -483,8 +483,8 @@ def minor_faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-def run_one(name, repeats, settle=0.0):
-    """Child process: alternate the implementations of one workload and print JSON.
+def run_one(name, repeats, settle=0.0, only=None):
+    """Child process: alternate the implementations of one workload (or run `only` that one) and print JSON.
 
     Besides the times, records each implementation's minor page faults per round (the last round's,
     `resource.getrusage`): a workload that reuses its buffers pays none after its first round."""
@@ -495,7 +495,7 @@ def run_one(name, repeats, settle=0.0):
             torch.set_num_threads(1)
         except ImportError:
             pass
-    impls = {k: f() for k, f in workloads()[name].items() if f is not None}
+    impls = {k: f() for k, f in workloads()[name].items() if f is not None and only in (None, k)}
     times = {k: [] for k in impls}
     extra = {k: {} for k in impls}
     for run in impls.values():  # warm-up
@@ -511,6 +511,31 @@ def run_one(name, repeats, settle=0.0):
             extra[k]["faults"] = minor_faults() - f0
             extra[k]["result"] = result
     print(json.dumps({"times": times, "extra": extra}))
+
+
+def child_run(name, repeats, settle, env, impl=None):
+    """Runs one child process over workload `name` and returns its JSON (RuntimeError on failure)."""
+    cmd = [sys.executable, __file__, "--child", name, "--repeats", str(repeats), "--settle", str(settle)]
+    out = subprocess.run(cmd + (["--impl", impl] if impl else []), capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def measure(name, args, env):
+    """Times of every implementation of `name`: interleaved in one child, or each in children of its own
+    (NOTE [Isolated implementations])."""
+    if not args.isolate:
+        return child_run(name, args.repeats, args.settle, env)
+    impls = [k for k, f in workloads()[name].items() if f is not None]
+    data = {"times": {k: [] for k in impls}, "extra": {k: {} for k in impls}}
+    first = (args.repeats + 1) // 2
+    for repeats in (first, args.repeats - first):
+        for k in impls if repeats else ():
+            part = child_run(name, repeats, args.settle, env, k)
+            data["times"][k] += part["times"][k]
+            data["extra"][k].update(part["extra"][k])
+    return data
 
 
 def machine_limits():
@@ -540,6 +565,18 @@ def main():
     # `--settle 0.15` sleeps that long before each round, so that each runs as in a process of its own.
     parser.add_argument("--settle", type=float, default=0.0,
                         help="seconds to sleep before each timed round (lets other libraries' threads idle)")
+    # NOTE [Isolated implementations]: interleaved round by round in one process, the libraries share
+    # more than the machine: NumPy's OpenBLAS threads spin about 0.1 s after each call and torch's OpenMP
+    # threads spin too, so a two-thread product of whichever implementation runs next finds its second
+    # core taken (team19, session 7: tapegrad's GEMM helper got 9% of a core, OpenBLAS's worker 52%,
+    # torch's 37%; 256^3 read 0.13-0.20 ms instead of 0.065). A sleep before each round (`--settle`)
+    # frees the core but leaves every next round cold (W9, torch's jacrev: 0.47 -> 11.5 ms median).
+    # `--isolate` runs each implementation in a child process of its own, as a program using one
+    # library would, alternating the children in two passes so that slow drifts of the machine reach
+    # every implementation alike.
+    parser.add_argument("--isolate", action="store_true",
+                        help="run each implementation in a process of its own (two alternating passes)")
+    parser.add_argument("--impl", help=argparse.SUPPRESS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--memory", help=argparse.SUPPRESS)
     parser.add_argument("--limits", action="store_true", help=argparse.SUPPRESS)
@@ -548,7 +585,7 @@ def main():
         machine_limits()
         return
     if args.child:
-        run_one(args.child, args.repeats, args.settle)
+        run_one(args.child, args.repeats, args.settle, args.impl)
         return
     if args.memory:
         chain_memory(args.memory)
@@ -558,6 +595,8 @@ def main():
     print(f"numpy {np.__version__}; torch {torch.__version__ if torch else 'not installed (comparisons skipped)'}")
     if hasattr(os, "getloadavg"):
         print("load average at start: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print("implementations: " + ("each in a process of its own, two alternating passes (--isolate)" if args.isolate
+                                 else "interleaved round by round in one process") + f"; settle {args.settle} s")
     limits = subprocess.run([sys.executable, __file__, "--limits"], capture_output=True, text=True)
     roof = {}
     copy_bw = {}
@@ -588,13 +627,11 @@ def main():
         env = dict(os.environ)
         if one_thread(name):
             env.update(RAYON_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-        out = subprocess.run([sys.executable, __file__, "--child", name, "--repeats", str(args.repeats),
-                              "--settle", str(args.settle)],
-                             capture_output=True, text=True, env=env)
-        if out.returncode != 0:
-            print(f"{name}: failed\n{out.stderr}")
+        try:
+            data = measure(name, args, env)
+        except RuntimeError as e:
+            print(f"{name}: failed\n{e}")
             continue
-        data = json.loads(out.stdout.strip().splitlines()[-1])
         if name == "W5":
             for k in data["extra"]:
                 mem = subprocess.run([sys.executable, __file__, "--memory", k], capture_output=True, text=True)
