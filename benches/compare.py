@@ -9,9 +9,10 @@ threads, `tapegrad._tapegrad._roof`) and its memory copy bandwidth (`_copy_bandw
 workload then gets GFLOP/s and the fraction of the roof (the all-thread roof, or the one-thread roof
 for `/1t` rows) beside its ratio to PyTorch; W7 a fraction of the copy bandwidth.
 
-Each workload runs in its own process, alternating the implementations within that process
-(warm-up first, then REPEATS rounds), and the parent prints a table of medians, min..max and the
-ratio tapegrad / PyTorch. PyTorch and NumPy comparisons are optional: a missing package is skipped
+Each implementation of a workload runs in a child process of its own (warm-up first, then its
+rounds), in two passes that alternate the implementations (`--interleave`: all of a workload's
+implementations in one process, taking turns round by round), and the parent prints a table of
+medians, min..max and the ratio tapegrad / PyTorch. PyTorch and NumPy comparisons are optional: a missing package is skipped
 with a message.
 
     python benches/compare.py                 # all workloads
@@ -571,11 +572,12 @@ def main():
     # core taken (team19, session 7: tapegrad's GEMM helper got 9% of a core, OpenBLAS's worker 52%,
     # torch's 37%; 256^3 read 0.13-0.20 ms instead of 0.065). A sleep before each round (`--settle`)
     # frees the core but leaves every next round cold (W9, torch's jacrev: 0.47 -> 11.5 ms median).
-    # `--isolate` runs each implementation in a child process of its own, as a program using one
-    # library would, alternating the children in two passes so that slow drifts of the machine reach
-    # every implementation alike.
-    parser.add_argument("--isolate", action="store_true",
-                        help="run each implementation in a process of its own (two alternating passes)")
+    # So by default each implementation runs in a child process of its own, as a program using one
+    # library would, the children alternating in two passes so that slow drifts of the machine reach
+    # every implementation alike; `--interleave` gives the older one-process rounds.
+    parser.add_argument("--interleave", dest="isolate", action="store_false",
+                        help="alternate the implementations round by round in one process (default: each "
+                             "implementation in a process of its own, two alternating passes)")
     parser.add_argument("--impl", help=argparse.SUPPRESS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--memory", help=argparse.SUPPRESS)
@@ -595,8 +597,8 @@ def main():
     print(f"numpy {np.__version__}; torch {torch.__version__ if torch else 'not installed (comparisons skipped)'}")
     if hasattr(os, "getloadavg"):
         print("load average at start: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
-    print("implementations: " + ("each in a process of its own, two alternating passes (--isolate)" if args.isolate
-                                 else "interleaved round by round in one process") + f"; settle {args.settle} s")
+    print("implementations: " + ("each in a process of its own, two alternating passes" if args.isolate
+                                 else "interleaved round by round in one process (--interleave)") + f"; settle {args.settle} s")
     limits = subprocess.run([sys.executable, __file__, "--limits"], capture_output=True, text=True)
     roof = {}
     copy_bw = {}
