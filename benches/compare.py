@@ -12,8 +12,8 @@ for `/1t` rows) beside its ratio to PyTorch; W7 a fraction of the copy bandwidth
 Each implementation of a workload runs in a child process of its own (warm-up first, then its
 rounds), in two passes that alternate the implementations (`--interleave`: all of a workload's
 implementations in one process, taking turns round by round), and the parent prints a table of
-medians, min..max and the ratio tapegrad / PyTorch. PyTorch and NumPy comparisons are optional: a missing package is skipped
-with a message.
+medians, min..max and the ratio tapegrad / PyTorch. PyTorch and NumPy comparisons are optional: a
+missing package is skipped with a message.
 
     python benches/compare.py                 # all workloads
     python benches/compare.py W1 W3           # some
@@ -560,10 +560,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("workloads", nargs="*", default=list(UNITS))
     parser.add_argument("--repeats", type=int, default=REPEATS)
-    # NumPy's OpenBLAS threads keep a core busy for about 0.1 s after a call, and torch's OpenMP
-    # threads spin briefly: interleaved round by round, they take the second core from whichever
-    # implementation runs next (a two-thread product then runs at one thread's speed, or slower).
-    # `--settle 0.15` sleeps that long before each round, so that each runs as in a process of its own.
+    # A sleep before each round: kept for experiments, off by default (NOTE [Isolated implementations]).
     parser.add_argument("--settle", type=float, default=0.0,
                         help="seconds to sleep before each timed round (lets other libraries' threads idle)")
     # NOTE [Isolated implementations]: interleaved round by round in one process, the libraries share
