@@ -134,6 +134,8 @@ pub struct Node {
     pub(crate) pre_hooks: Mutex<Vec<(usize, super::hooks::PreHook)>>,
     /// Hooks on the node itself (`Node.register_prehook` / `register_hook`), see `hooks.rs`.
     pub(crate) node_hooks: Mutex<Vec<(u64, super::hooks::NodeHook)>>,
+    /// Which of the two hook lists may be non-empty (NOTE [Hook flags] in `hooks.rs`).
+    pub(crate) hook_flags: std::sync::atomic::AtomicU8,
     /// What the binding layer keeps for `Node.metadata` (made on first use, lives with the node).
     pub metadata: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
     /// The address of the binding layer's live wrapper object for this node, or 0: a borrowed,
@@ -184,6 +186,7 @@ impl Node {
             anomaly_parent: super::anomaly::current_parent(),
             pre_hooks: Mutex::new(Vec::new()),
             node_hooks: Mutex::new(Vec::new()),
+            hook_flags: std::sync::atomic::AtomicU8::new(0),
             metadata: std::sync::OnceLock::new(),
             wrapper: std::sync::atomic::AtomicUsize::new(0),
         }
