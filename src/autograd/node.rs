@@ -254,13 +254,19 @@ impl Node {
 
     /// The saved tensors, version-checked. Fails when they were released by an earlier backward.
     pub fn unpack_saved(&self) -> Result<Vec<Tensor>> {
+        self.unpack_saved_inline().map(smallvec::SmallVec::into_vec)
+    }
+
+    /// `unpack_saved`, inline for up to two tensors: the formulas of the element-wise operations
+    /// read theirs without an allocation (NOTE [Per-operation overhead] in `record.rs`).
+    pub(crate) fn unpack_saved_inline(&self) -> Result<smallvec::SmallVec<[Tensor; 2]>> {
         // Copied out first: an unpack hook runs Python code, never under this lock (it may read
         // this node's saved tensors again, or release them).
-        let saved = {
+        let saved: smallvec::SmallVec<[SavedTensor; 2]> = {
             let slot = self.saved.lock();
             match &*slot {
-                SavedSlot::Stored(saved) => saved.clone(),
-                SavedSlot::Released { had: 0 } => return Ok(Vec::new()),
+                SavedSlot::Stored(saved) => saved.iter().cloned().collect(),
+                SavedSlot::Released { had: 0 } => return Ok(smallvec::SmallVec::new()),
                 SavedSlot::Released { .. } => return Err(graph_freed_error()),
             }
         };

@@ -219,7 +219,7 @@ pub(crate) fn try_node_with_parts(
     // Packed before the node exists: a pack hook runs Python code, which must not see a node
     // half made.
     let mut error = None;
-    let prepared: Vec<(Prepared, Option<usize>)> = saves
+    let prepared: smallvec::SmallVec<[(Prepared, Option<usize>); 2]> = saves
         .into_iter()
         .map(|s| {
             let (t, out) = match &s {

@@ -205,7 +205,7 @@ impl Keep {
     }
 
     fn unpack(self, node: &Node) -> Result<Kept> {
-        let mut saved = node.unpack_saved()?.into_iter();
+        let mut saved = node.unpack_saved_inline()?.into_iter();
         Ok(match self {
             Keep::Nothing => Kept { x: None, y: None },
             Keep::Input => Kept { x: saved.next(), y: None },
