@@ -1,7 +1,7 @@
 //! Nodes and edges of the backward graph (vocabulary in `autograd/mod.rs`).
 
 use std::borrow::Cow;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -332,10 +332,16 @@ type NodeParts = (
     Option<Box<dyn std::any::Any + Send + Sync>>,
 );
 
+/// This thread's queue of dropped nodes' parts, and whether a drop up the stack is draining it (one
+/// thread-local, not two: each access is a call in the shared object, issue 19).
+struct DropQueue {
+    parts: Vec<NodeParts>,
+    draining: bool,
+}
+
 thread_local! {
     // Typed (not boxed) so that queueing a node's parts allocates nothing once the queue has grown.
-    static DROP_QUEUE: RefCell<Vec<NodeParts>> = const { RefCell::new(Vec::new()) };
-    static DRAINING: Cell<bool> = const { Cell::new(false) };
+    static DROP_QUEUE: RefCell<DropQueue> = const { RefCell::new(DropQueue { parts: Vec::new(), draining: false }) };
 }
 
 impl Drop for Node {
@@ -346,26 +352,35 @@ impl Drop for Node {
         let hooks = std::mem::take(self.node_hooks.get_mut());
         let metadata = self.metadata.take();
         let mut owned = Some((edges, backward, saved, hooks, metadata));
-        let queued = DROP_QUEUE
+        // Queued, and whether this drop is the outermost one (which drains the queue).
+        let drains = DROP_QUEUE
             .try_with(|q| {
+                let mut q = q.borrow_mut();
                 if let Some(parts) = owned.take() {
-                    q.borrow_mut().push(parts);
+                    q.parts.push(parts);
                 }
+                !std::mem::replace(&mut q.draining, true)
             })
-            .is_ok();
+            .unwrap_or(false);
         // Without the thread's queue (thread teardown), the parts drop here, recursively.
         drop(owned);
-        if !queued || DRAINING.with(|d| d.replace(true)) {
+        if !drains {
             return;
         }
         loop {
-            let next = DROP_QUEUE.with(|q| q.borrow_mut().pop());
+            let next = DROP_QUEUE.with(|q| {
+                let mut q = q.borrow_mut();
+                let next = q.parts.pop();
+                if next.is_none() {
+                    q.draining = false;
+                }
+                next
+            });
             match next {
                 Some(item) => drop(item),
                 None => break,
             }
         }
-        DRAINING.with(|d| d.set(false));
     }
 }
 
