@@ -262,15 +262,26 @@ impl Node {
     pub(crate) fn unpack_saved_inline(&self) -> Result<smallvec::SmallVec<[Tensor; 2]>> {
         // Copied out first: an unpack hook runs Python code, never under this lock (it may read
         // this node's saved tensors again, or release them).
-        let saved: smallvec::SmallVec<[SavedTensor; 2]> = {
+        // (Plain loops: the iterator adapters' `collect` into inline vectors cost more than the
+        // allocation they save.)
+        let mut copies: smallvec::SmallVec<[SavedTensor; 2]> = smallvec::SmallVec::new();
+        {
             let slot = self.saved.lock();
             match &*slot {
-                SavedSlot::Stored(saved) => saved.iter().cloned().collect(),
+                SavedSlot::Stored(saved) => {
+                    for s in saved {
+                        copies.push(s.clone());
+                    }
+                }
                 SavedSlot::Released { had: 0 } => return Ok(smallvec::SmallVec::new()),
                 SavedSlot::Released { .. } => return Err(graph_freed_error()),
             }
-        };
-        saved.iter().map(|s| s.unpack(&self.name)).collect()
+        }
+        let mut out = smallvec::SmallVec::new();
+        for s in &copies {
+            out.push(s.unpack(&self.name)?);
+        }
+        Ok(out)
     }
 
     /// Visits the saved tensors without unpacking them (for drawing the graph); None once released.
