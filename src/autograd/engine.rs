@@ -1062,19 +1062,18 @@ pub(super) fn fit_grads(
             grads.len()
         )));
     }
-    grads
-        .into_iter()
-        .enumerate()
-        .map(|(i, g)| {
-            let (Some(g), Some(meta)) = (g, &node.input_meta[i]) else { return Ok(None) };
-            if node.edges[i].is_none() {
-                return Ok(None);
-            }
-            let g = fit(i, g, meta)?;
-            let g = if g.dtype() != meta.dtype { g.to_dtype(meta.dtype)? } else { g };
-            Ok(Some(g))
-        })
-        .collect()
+    // In place: the gradients' vector is the one returned (an iterator's `collect` cost about 100
+    // instructions per node on W2 and W3).
+    let mut grads = grads;
+    for (i, slot) in grads.iter_mut().enumerate() {
+        let (Some(g), Some(meta)) = (slot.take(), &node.input_meta[i]) else { continue };
+        if node.edges[i].is_none() {
+            continue;
+        }
+        let g = fit(i, g, meta)?;
+        *slot = Some(if g.dtype() != meta.dtype { g.to_dtype(meta.dtype)? } else { g });
+    }
+    Ok(grads)
 }
 
 impl Tensor {
