@@ -155,7 +155,8 @@ struct CustomBackward<Op: CustomOp> {
 
 impl<Op: CustomOp> Backward for CustomBackward<Op> {
     fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let grads = if self.materialize_grads {
+        // (Only when one is missing: the conversion cost about 300 instructions per W3 call.)
+        let grads = if self.materialize_grads && grads.iter().any(Option::is_none) {
             grads
                 .into_iter()
                 .zip(&node.output_meta)
@@ -208,14 +209,23 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
     // write an input in place (mark_dirty), and a view of that input passed as another input must
     // keep the history it had, then find its base's new history when it is next read (its version
     // moved on).
-    let edges: super::node::Edges =
-        if any_needs { inputs.iter().map(super::node::gradient_edge).collect() } else { super::node::Edges::new() };
+    // (Loops of pushes, here and below: an iterator's `collect` into an inline vector cost about 70
+    // instructions each, six per call of W3.)
+    let mut edges = super::node::Edges::new();
+    if any_needs {
+        for t in inputs {
+            edges.push(super::node::gradient_edge(t));
+        }
+    }
     let detached: Cow<'_, [Tensor]> = if op.detach_inputs() {
         Cow::Owned(inputs.iter().map(|t| t.detach()).collect())
     } else {
         Cow::Borrowed(inputs)
     };
-    let versions_before: smallvec::SmallVec<[u64; 4]> = inputs.iter().map(|t| t.version()).collect();
+    let mut versions_before: smallvec::SmallVec<[u64; 4]> = smallvec::SmallVec::new();
+    for t in inputs {
+        versions_before.push(t.version());
+    }
     let raw = {
         let _off = GradModeGuard::no_grad();
         op.forward(&mut ctx, &detached)?
@@ -224,8 +234,10 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
     run.dirty_inputs = run.check_dirty(&op, &ctx.dirty, &versions_before, recording, any_needs)?;
     let outputs = run.output_handles();
     let is_non_diff = |o: &Tensor| ctx.non_differentiable.iter().any(|n| n.same(o));
-    let differentiable: smallvec::SmallVec<[bool; 4]> =
-        run.raw.iter().map(|o| !is_non_diff(o) && o.dtype().is_float()).collect();
+    let mut differentiable: smallvec::SmallVec<[bool; 4]> = smallvec::SmallVec::new();
+    for o in &run.raw {
+        differentiable.push(!is_non_diff(o) && o.dtype().is_float());
+    }
     if recording {
         run.mark_view_outputs(&op, &outputs, &differentiable);
     }
@@ -239,8 +251,14 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
     let name = op.node_name();
     let needs = std::mem::take(&mut ctx.needs_input_grad);
     let formula = CustomBackward { op, needs_input_grad: needs, materialize_grads: ctx.materialize_grads };
-    let output_refs: smallvec::SmallVec<[&Tensor; 4]> = outputs.iter().collect();
-    let input_meta = inputs.iter().map(|t| Some(super::node::TensorMeta::of(t))).collect();
+    let mut output_refs: smallvec::SmallVec<[&Tensor; 4]> = smallvec::SmallVec::new();
+    for o in &outputs {
+        output_refs.push(o);
+    }
+    let mut input_meta = super::node::InputMetas::new();
+    for t in inputs {
+        input_meta.push(Some(super::node::TensorMeta::of(t)));
+    }
     let (node, error) = try_node_with_parts(name, edges, input_meta, &output_refs, Box::new(formula), saves);
     drop(output_refs);
     if let Some(e) = error {
@@ -253,6 +271,9 @@ pub fn apply_custom_with_node<Op: CustomOp>(mut op: Op, inputs: &[Tensor]) -> Re
 /// Forward mode through a custom operation: its `jvp` gives the differentiable outputs' tangents
 /// (NOTE [Tangent propagation] in `forward.rs`), checked for count and shape.
 fn forward_mode<Op: CustomOp>(op: &Op, inputs: &[Tensor], outputs: &[Tensor], differentiable: &[bool]) -> Result<()> {
+    if !super::forward::any_level() {
+        return Ok(());
+    }
     let input_refs: smallvec::SmallVec<[&Tensor; 4]> = inputs.iter().collect();
     if !super::forward::active(&input_refs) {
         return Ok(());

@@ -95,7 +95,7 @@ fn tangents_hidden() -> bool {
 }
 
 /// True when some thread has a live level (cheap).
-fn any_level() -> bool {
+pub(crate) fn any_level() -> bool {
     LIVE_LEVELS.load(Ordering::Acquire) != 0
 }
 

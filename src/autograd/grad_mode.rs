@@ -4,30 +4,64 @@
 
 use std::cell::Cell;
 
+// Both flags in one thread-local: every operation asks `is_grad_enabled` (and every new storage
+// whether inference mode is on), and the extension is a shared object, where each thread-local
+// access is a call to `__tls_get_addr` (issue 19). Better still, `NOT_DEFAULT` counts the threads
+// whose modes are not the default (grad mode on, inference mode off): while it is zero, as in a
+// forward pass outside `no_grad`, the answer needs no thread-local at all. A thread's own changes
+// reach the count before it next reads it (one atomic, program order), so a thread that left the
+// default always finds the count above zero; other threads' only send it to its thread-local.
 thread_local! {
-    static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
-    static INFERENCE: Cell<bool> = const { Cell::new(false) };
+    static MODES: Cell<u8> = const { Cell::new(GRAD) };
+}
+
+/// How many threads have modes other than the default.
+static NOT_DEFAULT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// True when no thread has left the default modes (then this one has not either).
+fn all_default() -> bool {
+    NOT_DEFAULT.load(std::sync::atomic::Ordering::Relaxed) == 0
+}
+
+/// `MODES`: grad mode on.
+const GRAD: u8 = 1;
+/// `MODES`: inference mode on.
+const INFERENCE: u8 = 2;
+
+/// Sets `bit` of this thread's modes to `flag`; returns its previous value.
+fn set_mode(bit: u8, flag: bool) -> bool {
+    MODES.with(|m| {
+        let old = m.get();
+        let new = if flag { old | bit } else { old & !bit };
+        m.set(new);
+        match (old == GRAD, new == GRAD) {
+            (true, false) => _ = NOT_DEFAULT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            (false, true) => _ = NOT_DEFAULT.fetch_sub(1, std::sync::atomic::Ordering::Relaxed),
+            _ => {}
+        }
+        old & bit != 0
+    })
 }
 
 /// Whether operations on this thread record history: grad mode on and inference mode off (under
 /// inference mode, `enable_grad` turns the flag on but nothing is recorded, as in PyTorch).
 pub fn is_grad_enabled() -> bool {
-    GRAD_ENABLED.with(|g| g.get()) && !is_inference_mode_enabled()
+    all_default() || MODES.with(Cell::get) == GRAD
 }
 
 /// The grad-mode flag itself, as `tg.is_grad_enabled()` reports it.
 pub fn grad_mode_flag() -> bool {
-    GRAD_ENABLED.with(|g| g.get())
+    all_default() || MODES.with(Cell::get) & GRAD != 0
 }
 
 /// Whether inference mode is on on this thread.
 pub fn is_inference_mode_enabled() -> bool {
-    INFERENCE.with(|g| g.get())
+    !all_default() && MODES.with(Cell::get) & INFERENCE != 0
 }
 
 /// Sets inference mode on this thread; returns the previous value.
 pub fn set_inference_mode(flag: bool) -> bool {
-    INFERENCE.with(|g| g.replace(flag))
+    set_mode(INFERENCE, flag)
 }
 
 /// The message for an inference tensor written in place outside inference mode.
@@ -41,7 +75,7 @@ pub const INFERENCE_SAVED: &str = "Inference tensors cannot be saved for backwar
 
 /// Sets grad mode on this thread; returns the previous value.
 pub fn set_grad_enabled(flag: bool) -> bool {
-    GRAD_ENABLED.with(|g| g.replace(flag))
+    set_mode(GRAD, flag)
 }
 
 /// Sets grad mode for a scope and restores the previous value on drop (also on error or panic).

@@ -1,7 +1,7 @@
 //! Nodes and edges of the backward graph (vocabulary in `autograd/mod.rs`).
 
 use std::borrow::Cow;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -134,6 +134,8 @@ pub struct Node {
     pub(crate) pre_hooks: Mutex<Vec<(usize, super::hooks::PreHook)>>,
     /// Hooks on the node itself (`Node.register_prehook` / `register_hook`), see `hooks.rs`.
     pub(crate) node_hooks: Mutex<Vec<(u64, super::hooks::NodeHook)>>,
+    /// Which of the two hook lists may be non-empty (NOTE [Hook flags] in `hooks.rs`).
+    pub(crate) hook_flags: std::sync::atomic::AtomicU8,
     /// What the binding layer keeps for `Node.metadata` (made on first use, lives with the node).
     pub metadata: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
     /// The address of the binding layer's live wrapper object for this node, or 0: a borrowed,
@@ -184,6 +186,7 @@ impl Node {
             anomaly_parent: super::anomaly::current_parent(),
             pre_hooks: Mutex::new(Vec::new()),
             node_hooks: Mutex::new(Vec::new()),
+            hook_flags: std::sync::atomic::AtomicU8::new(0),
             metadata: std::sync::OnceLock::new(),
             wrapper: std::sync::atomic::AtomicUsize::new(0),
         }
@@ -251,17 +254,34 @@ impl Node {
 
     /// The saved tensors, version-checked. Fails when they were released by an earlier backward.
     pub fn unpack_saved(&self) -> Result<Vec<Tensor>> {
+        self.unpack_saved_inline().map(smallvec::SmallVec::into_vec)
+    }
+
+    /// `unpack_saved`, inline for up to two tensors: the formulas of the element-wise operations
+    /// read theirs without an allocation (NOTE [Per-operation overhead] in `record.rs`).
+    pub(crate) fn unpack_saved_inline(&self) -> Result<smallvec::SmallVec<[Tensor; 2]>> {
         // Copied out first: an unpack hook runs Python code, never under this lock (it may read
         // this node's saved tensors again, or release them).
-        let saved = {
+        // (Plain loops: the iterator adapters' `collect` into inline vectors cost more than the
+        // allocation they save.)
+        let mut copies: smallvec::SmallVec<[SavedTensor; 2]> = smallvec::SmallVec::new();
+        {
             let slot = self.saved.lock();
             match &*slot {
-                SavedSlot::Stored(saved) => saved.clone(),
-                SavedSlot::Released { had: 0 } => return Ok(Vec::new()),
+                SavedSlot::Stored(saved) => {
+                    for s in saved {
+                        copies.push(s.clone());
+                    }
+                }
+                SavedSlot::Released { had: 0 } => return Ok(smallvec::SmallVec::new()),
                 SavedSlot::Released { .. } => return Err(graph_freed_error()),
             }
-        };
-        saved.iter().map(|s| s.unpack(&self.name)).collect()
+        }
+        let mut out = smallvec::SmallVec::new();
+        for s in &copies {
+            out.push(s.unpack(&self.name)?);
+        }
+        Ok(out)
     }
 
     /// Visits the saved tensors without unpacking them (for drawing the graph); None once released.
@@ -323,10 +343,16 @@ type NodeParts = (
     Option<Box<dyn std::any::Any + Send + Sync>>,
 );
 
+/// This thread's queue of dropped nodes' parts, and whether a drop up the stack is draining it (one
+/// thread-local, not two: each access is a call in the shared object, issue 19).
+struct DropQueue {
+    parts: Vec<NodeParts>,
+    draining: bool,
+}
+
 thread_local! {
     // Typed (not boxed) so that queueing a node's parts allocates nothing once the queue has grown.
-    static DROP_QUEUE: RefCell<Vec<NodeParts>> = const { RefCell::new(Vec::new()) };
-    static DRAINING: Cell<bool> = const { Cell::new(false) };
+    static DROP_QUEUE: RefCell<DropQueue> = const { RefCell::new(DropQueue { parts: Vec::new(), draining: false }) };
 }
 
 impl Drop for Node {
@@ -337,26 +363,35 @@ impl Drop for Node {
         let hooks = std::mem::take(self.node_hooks.get_mut());
         let metadata = self.metadata.take();
         let mut owned = Some((edges, backward, saved, hooks, metadata));
-        let queued = DROP_QUEUE
+        // Queued, and whether this drop is the outermost one (which drains the queue).
+        let drains = DROP_QUEUE
             .try_with(|q| {
+                let mut q = q.borrow_mut();
                 if let Some(parts) = owned.take() {
-                    q.borrow_mut().push(parts);
+                    q.parts.push(parts);
                 }
+                !std::mem::replace(&mut q.draining, true)
             })
-            .is_ok();
+            .unwrap_or(false);
         // Without the thread's queue (thread teardown), the parts drop here, recursively.
         drop(owned);
-        if !queued || DRAINING.with(|d| d.replace(true)) {
+        if !drains {
             return;
         }
         loop {
-            let next = DROP_QUEUE.with(|q| q.borrow_mut().pop());
+            let next = DROP_QUEUE.with(|q| {
+                let mut q = q.borrow_mut();
+                let next = q.parts.pop();
+                if next.is_none() {
+                    q.draining = false;
+                }
+                next
+            });
             match next {
                 Some(item) => drop(item),
                 None => break,
             }
         }
-        DRAINING.with(|d| d.set(false));
     }
 }
 

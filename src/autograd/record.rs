@@ -38,7 +38,12 @@ fn recorded_edges(inputs: &[&Tensor]) -> Option<Edges> {
     if !is_grad_enabled() {
         return None;
     }
-    let edges: Edges = inputs.iter().map(|t| gradient_edge(t)).collect();
+    // (Loops of pushes here and below: an iterator's `collect` into an inline vector cost about 70
+    // instructions, several per operation.)
+    let mut edges = Edges::new();
+    for t in inputs {
+        edges.push(gradient_edge(t));
+    }
     let recorded = edges.iter().any(Option::is_some) || inputs.iter().any(|t| t.base().is_some() && t.requires_grad());
     recorded.then_some(edges)
 }
@@ -82,7 +87,10 @@ pub(crate) fn record_with_jvp<B: Backward + 'static>(
     let edges = if views_of_inference_tensors(outputs) { None } else { recorded_edges(inputs) };
     let node = edges.map(|edges| {
         let (formula, saves) = make();
-        let input_meta: InputMetas = inputs.iter().map(|t| Some(TensorMeta::of(t))).collect();
+        let mut input_meta = InputMetas::new();
+        for t in inputs {
+            input_meta.push(Some(TensorMeta::of(t)));
+        }
         let node = node_with_parts(Cow::Borrowed(name), edges, input_meta, outputs, Box::new(formula), saves);
         for (i, o) in outputs.iter().enumerate() {
             o.set_history(node.clone(), i);
@@ -215,7 +223,10 @@ pub(crate) fn try_node_with_parts(
     formula: Box<dyn Backward>,
     saves: Vec<Save>,
 ) -> (Arc<Node>, Option<crate::error::Error>) {
-    let output_meta: OutputMetas = outputs.iter().map(|t| TensorMeta::of(t)).collect();
+    let mut output_meta = OutputMetas::new();
+    for t in outputs {
+        output_meta.push(TensorMeta::of(t));
+    }
     // Packed before the node exists: a pack hook runs Python code, which must not see a node
     // half made.
     let mut error = None;

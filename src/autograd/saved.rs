@@ -10,6 +10,7 @@
 //! put back on it here. The version check still applies while the original memory lives.
 
 use std::cell::{Cell, RefCell};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use super::node::{Edge, Node};
@@ -45,18 +46,38 @@ thread_local! {
     static PACK_ERROR: RefCell<Option<Error>> = const { RefCell::new(None) };
 }
 
+// Every operation that saves a tensor asks for this thread's hooks, and every result returned to
+// Python for a pending pack error: two and one thread-local accesses, each a call to
+// `__tls_get_addr` in the shared object (issue 19). So two process-wide counts say whether any
+// thread has hooks pushed, or an error pending; only then is the thread's own state read. A thread
+// sees its own pushes and errors in the count (program order on one atomic), and another thread's
+// only make it take the slow path; one that ends with hooks pushed or an error pending leaves it
+// on the slow path, which stays correct.
+/// How many saved-tensor hooks are pushed, over all threads.
+static HOOKS_PUSHED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// How many threads have a pack error pending.
+static PACK_ERRORS_PENDING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// Makes `hooks` the innermost saved-tensor hooks of this thread.
 pub fn push_saved_tensor_hooks(hooks: Arc<dyn SavedTensorHooks>) {
     HOOKS.with(|h| h.borrow_mut().push(hooks));
+    HOOKS_PUSHED.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Removes the innermost saved-tensor hooks of this thread (dropped after the borrow ends).
 pub fn pop_saved_tensor_hooks() -> Option<Arc<dyn SavedTensorHooks>> {
-    HOOKS.with(|h| h.borrow_mut().pop())
+    let popped = HOOKS.with(|h| h.borrow_mut().pop());
+    if popped.is_some() {
+        HOOKS_PUSHED.fetch_sub(1, Ordering::Relaxed);
+    }
+    popped
 }
 
 /// The hooks that apply to a tensor saved now.
 fn current_hooks() -> Option<Arc<dyn SavedTensorHooks>> {
+    if HOOKS_PUSHED.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
     let floor = FLOOR.with(Cell::get);
     HOOKS.with(|h| {
         let h = h.borrow();
@@ -84,7 +105,14 @@ fn running_hook<R>(f: impl FnOnce() -> R) -> R {
 
 /// The pack hook error left by an operation that could not return it, if any.
 pub fn take_pack_error() -> Option<Error> {
-    PACK_ERROR.with(|e| e.borrow_mut().take())
+    if PACK_ERRORS_PENDING.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    let taken = PACK_ERROR.try_with(|e| e.borrow_mut().take()).ok().flatten();
+    if taken.is_some() {
+        PACK_ERRORS_PENDING.fetch_sub(1, Ordering::Relaxed);
+    }
+    taken
 }
 
 pub(crate) fn set_pack_error(e: Error) {
@@ -92,6 +120,7 @@ pub(crate) fn set_pack_error(e: Error) {
         let mut slot = slot.borrow_mut();
         if slot.is_none() {
             *slot = Some(e);
+            PACK_ERRORS_PENDING.fetch_add(1, Ordering::Relaxed);
         }
     });
 }

@@ -43,7 +43,8 @@ struct OutputRef {
 #[pyclass(name = "FunctionCtx", module = "tapegrad", dict, subclass)]
 pub struct PyCtx {
     pub(crate) names: Arc<[String]>,
-    pub(crate) needs: Vec<bool>,
+    /// Inline for the usual few arguments: no allocation per call (NOTE [Per-operation overhead]).
+    pub(crate) needs: smallvec::SmallVec<[bool; 8]>,
     pub(crate) in_forward: bool,
     to_save: Option<RawSaved>,
     packed: Option<PackedSaved>,
@@ -63,11 +64,14 @@ pub struct PyCtx {
     pub(crate) for_forward: Option<Vec<Py<PyAny>>>,
     /// True while `jvp` runs.
     pub(crate) in_jvp: bool,
+    /// What `forward` returned, as it returned it, from the end of `forward` until `apply` takes it
+    /// to build its result (the op itself has moved into the node by then).
+    pub(crate) raw_output: Option<Py<PyAny>>,
 }
 
 impl PyCtx {
     pub(crate) fn new(names: Arc<[String]>) -> Self {
-        let needs = vec![false; names.len()];
+        let needs = smallvec::smallvec![false; names.len()];
         PyCtx {
             names,
             needs,
@@ -85,6 +89,7 @@ impl PyCtx {
             accessed: [false; 2],
             for_forward: None,
             in_jvp: false,
+            raw_output: None,
         }
     }
 
@@ -104,6 +109,17 @@ impl PyCtx {
         self.packed = Some((positional, named));
         self.raw = Some(tensors.clone());
         tensors
+    }
+
+    /// Whether the ctx itself holds Python objects (NOTE [Untracked ctx] in `function.rs`): values
+    /// given to `save_for_backward` that are not tensors, `save_for_forward`'s, `forward`'s result.
+    pub(crate) fn holds_python_objects(&self) -> bool {
+        let objects =
+            |p: &PackedSaved| p.0.iter().chain(p.1.iter().map(|(_, v)| v)).any(|v| matches!(v, SavedValue::Object(_)));
+        self.to_save.is_some()
+            || self.packed.as_ref().is_some_and(objects)
+            || self.for_forward.is_some()
+            || self.raw_output.is_some()
     }
 
     /// True when `save_for_backward` was called: only then has `release` anything to free.
@@ -311,7 +327,7 @@ impl PyCtx {
     fn needs_input_grad<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let (needs, names) = {
             let c = slf.try_borrow()?;
-            (c.needs.clone(), c.names.clone())
+            (c.needs.to_vec(), c.names.clone())
         };
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         super::helpers::helpers(slf.py())?.needs_input_grad.bind(slf.py()).call1((needs, names))
@@ -376,6 +392,9 @@ impl PyCtx {
         for v in self.for_forward.iter().flatten() {
             visit.call(v)?;
         }
+        if let Some(v) = &self.raw_output {
+            visit.call(v)?;
+        }
         Ok(())
     }
 
@@ -383,5 +402,6 @@ impl PyCtx {
         self.to_save = None;
         self.packed = None;
         self.for_forward = None;
+        self.raw_output = None;
     }
 }

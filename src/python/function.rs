@@ -93,14 +93,6 @@ fn spec_for(cls: &Bound<'_, PyType>) -> PyResult<Arc<Spec>> {
 /// The arguments of a call into Python, inline for the usual few.
 type Args = smallvec::SmallVec<[Py<PyAny>; 6]>;
 
-thread_local! {
-    /// What each running `forward` returned, as it returned it, passed from `forward_py` to its
-    /// `apply_values` on the same thread (the op itself moves into the node). A stack: an `apply`
-    /// may run inside another's forward, jvp or pack hook; each call takes the entry above the
-    /// depth it started at (none when its forward failed before returning).
-    static RAW_OUTPUTS: std::cell::RefCell<Vec<Py<PyAny>>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
 struct PyFunctionOp {
     cls: Py<PyAny>,
     backward_attr: Py<PyString>,
@@ -120,6 +112,9 @@ struct PyFunctionOp {
     /// forward called `save_for_backward`: releasing the graph has saved values to free (else the
     /// release takes no GIL).
     saved_any: bool,
+    /// forward called `save_for_forward`: after the tangents were computed there is something to
+    /// free (else `jvp_done` takes no GIL).
+    saved_for_forward: bool,
 }
 
 impl PyFunctionOp {
@@ -189,11 +184,13 @@ impl PyFunctionOp {
             ))
             .into());
         }
-        RAW_OUTPUTS.with(|r| r.borrow_mut().push(result.unbind()));
         let (saved, dirty, non_differentiable, materialize) = {
             let mut c = ctx.try_borrow_mut()?;
+            // For `apply_values`, which builds its result from it (also when a check below fails).
+            c.raw_output = Some(result.unbind());
             let saved = c.pack(py);
             self.saved_any = c.has_saved();
+            self.saved_for_forward = c.for_forward.is_some();
             (saved, std::mem::take(&mut c.dirty), std::mem::take(&mut c.non_differentiable), c.materialize_grads)
         };
         fctx.save_for_backward(&saved)?;
@@ -244,6 +241,7 @@ impl PyFunctionOp {
     /// arguments that are not tensors), one tangent back per tensor output.
     fn jvp_py(&self, py: Python<'_>, tangents: Vec<Tensor>) -> PyResult<Result<Vec<Option<Tensor>>>> {
         let mut call: Vec<Py<PyAny>> = Vec::with_capacity(self.names.len() + 1);
+        track_ctx(self.ctx.bind(py));
         call.push(self.ctx.clone_ref(py).into_any());
         let mut tangents = tangents.into_iter();
         for j in 0..self.names.len() {
@@ -293,6 +291,7 @@ impl PyFunctionOp {
 
     fn backward_py(&self, py: Python<'_>, grads: Vec<Option<Tensor>>) -> PyResult<Result<Vec<Option<Tensor>>>> {
         let mut call: Args = Args::with_capacity(grads.len() + 1);
+        track_ctx(self.ctx.bind(py));
         call.push(self.ctx.clone_ref(py).into_any());
         let mut grads = grads.into_iter();
         for &is_tensor in &self.output_is_tensor {
@@ -424,6 +423,9 @@ impl CustomOp for PyFunctionOp {
     }
 
     fn jvp_done(&self) {
+        if !self.saved_for_forward {
+            return;
+        }
         // `save_for_forward`'s tensors serve every level's jvp call, then go (outside the ctx's
         // borrow: dropping them may run Python code)
         Python::attach(|py| {
@@ -451,12 +453,82 @@ pub(crate) fn visit_python_ctx(node: &Node, visit: &PyVisit<'_>) -> std::result:
     Ok(())
 }
 
+/// The ctx's `__dict__`, None when no attribute was ever set. Read from the object's dict slot: the
+/// attribute lookup of `__dict__` cost about 230 instructions per call of W3 and made an empty dict.
+fn ctx_dict<'py>(ctx: &Bound<'py, PyCtx>) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let obj = ctx.as_ptr();
+    // SAFETY: `obj` is a live object (we hold a reference) whose type object is live with it; a
+    // positive `tp_dictoffset` is the offset of its `PyObject *` dict slot, which is null or a
+    // dict the object owns, borrowed here for as long as `ctx`.
+    unsafe {
+        let offset = (*pyo3::ffi::Py_TYPE(obj)).tp_dictoffset;
+        if offset > 0 {
+            let slot = obj.cast::<u8>().offset(offset).cast::<*mut pyo3::ffi::PyObject>();
+            let dict = *slot;
+            if dict.is_null() {
+                return Ok(None);
+            }
+            return Ok(Some(Bound::from_borrowed_ptr(ctx.py(), dict).cast_into::<PyDict>()?));
+        }
+    }
+    Ok(Some(ctx.getattr(intern!(ctx.py(), "__dict__"))?.cast_into::<PyDict>()?))
+}
+
+/// Whether Python's garbage collector tracks `obj`.
+fn is_gc_tracked(obj: &Bound<'_, PyAny>) -> bool {
+    // SAFETY: a live object.
+    unsafe { pyo3::ffi::PyObject_GC_IsTracked(obj.as_ptr()) != 0 }
+}
+
+// NOTE [Untracked ctx]: a Python custom function's ctx lives as long as its node, so a chain of
+// calls (W3: 1,000) keeps one ctx per call in the collector's young generation, and each of the
+// collections that the chain's allocations set off traversed all of them: about 340 instructions
+// per call (callgrind), a fifth of W3's gap to its target. Yet nearly every ctx can be in no cycle:
+// only the node and `apply` hold it (its reference count says so), it holds no Python object of
+// its own (saved values that are not tensors, `save_for_forward`'s tensors) and its `__dict__` is
+// absent or untracked (holds only atomic values such as the `constant` of W3; CPython tracks a dict
+// as soon as a container enters it). Such a ctx is untracked once `apply` is done with it. Any
+// cycle through it would need a reference to it, and the only ones Python code can get from then
+// on are the arguments of `backward` and `jvp`, which track it again first (`track_ctx`); a ctx
+// kept elsewhere during forward (more references) stays tracked. An untracked object is still
+// visited, freed and deallocated as usual; only the collector does not look at it.
+
+/// Stops the collector from tracking `ctx` when nothing can make it part of a cycle (NOTE
+/// [Untracked ctx]). `ctx` is held by the node and by the caller, and by nothing else.
+fn untrack_private_ctx(ctx: &Bound<'_, PyCtx>) -> PyResult<()> {
+    // SAFETY: a live object.
+    let references = unsafe { pyo3::ffi::Py_REFCNT(ctx.as_ptr()) };
+    if references != 2 || ctx.try_borrow().map_or(true, |c| c.holds_python_objects()) {
+        return Ok(());
+    }
+    if ctx_dict(ctx)?.is_some_and(|d| is_gc_tracked(d.as_any())) {
+        return Ok(());
+    }
+    // SAFETY: a live object of a type with garbage-collection support, tracked (checked first).
+    unsafe {
+        if pyo3::ffi::PyObject_GC_IsTracked(ctx.as_ptr()) != 0 {
+            pyo3::ffi::PyObject_GC_UnTrack(ctx.as_ptr().cast());
+        }
+    }
+    Ok(())
+}
+
+/// Tracks `ctx` again before Python code gets it (NOTE [Untracked ctx]).
+fn track_ctx(ctx: &Bound<'_, PyCtx>) {
+    // SAFETY: a live object of a type with garbage-collection support, untracked (checked first).
+    unsafe {
+        if pyo3::ffi::PyObject_GC_IsTracked(ctx.as_ptr()) == 0 {
+            pyo3::ffi::PyObject_GC_Track(ctx.as_ptr().cast());
+        }
+    }
+}
+
 /// Moves outputs that the user kept as ctx attributes out of the ctx's `__dict__` into weak
 /// references (see NOTE [Cycles through Rust] in `tensor.rs`).
 fn detach_outputs_on_ctx(ctx: &Bound<'_, PyCtx>, outputs: &[Tensor], node: &Arc<Node>) -> PyResult<()> {
-    let dict = ctx.getattr(intern!(ctx.py(), "__dict__"))?;
-    let dict = dict.cast::<PyDict>()?;
-    if dict.is_empty() {
+    let Some(dict) = ctx_dict(ctx)? else { return Ok(()) };
+    // An untracked dict holds no container (CPython tracks a dict when it gets one), so no tensor.
+    if dict.is_empty() || !is_gc_tracked(dict.as_any()) {
         return Ok(());
     }
     let mut found = Vec::new();
@@ -511,20 +583,18 @@ fn apply_values(
         output_is_tensor: SmallVec::new(),
         setup_context: spec.setup_context,
         saved_any: false,
+        saved_for_forward: false,
     };
-    let depth = RAW_OUTPUTS.with(|r| r.borrow().len());
     let result = apply_custom_with_node(op, &inputs);
-    // forward's own return value (also taken when a later check failed); dropped, if it is,
-    // outside the stack's borrow
-    let raw = RAW_OUTPUTS.with(|r| {
-        let mut stack = r.borrow_mut();
-        (stack.len() > depth).then(|| stack.pop()).flatten()
-    });
+    // forward's own return value (also taken when a later check failed; none when forward failed
+    // before returning); dropped, if it is, outside the ctx's borrow
+    let raw = ctx.try_borrow_mut().ok().and_then(|mut c| c.raw_output.take());
     let (outputs, node) = result?;
     if let Some(node) = &node {
         let copies = ctx.try_borrow_mut()?.attach(node);
         drop(copies);
         detach_outputs_on_ctx(&ctx, &outputs, node)?;
+        untrack_private_ctx(&ctx)?;
     }
     let raw = raw.unwrap_or_else(|| py.None());
     let raw = raw.bind(py);

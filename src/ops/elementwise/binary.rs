@@ -379,6 +379,12 @@ impl SingleOutput for ScalarBackward {
         let gi = match self.op {
             ScalarOp::Add | ScalarOp::Sub => g,
             ScalarOp::RSub => g.neg()?,
+            // Nothing to record (the usual backward): the kernel alone, which `mul_scalar` would run
+            // after its dtype and recording checks (a float gradient times a Python float keeps its
+            // dtype), so the values are the same.
+            ScalarOp::Mul | ScalarOp::Div if g.dtype().is_float() && !records(&g) => {
+                self.op.kernel(&g, Scalar::Float(s))?
+            }
             ScalarOp::Mul => g.mul_scalar(s)?,
             ScalarOp::Div => g.div_scalar(s)?,
             ScalarOp::RDiv => {
@@ -408,6 +414,11 @@ impl SingleOutput for ScalarBackward {
         out.resize(slots, None);
         Ok(out)
     }
+}
+
+/// Whether an operation on `t` would be recorded, in either mode.
+fn records(t: &Tensor) -> bool {
+    (crate::autograd::is_grad_enabled() && t.requires_grad()) || t.has_visible_tangent()
 }
 
 impl Tensor {
