@@ -9,7 +9,8 @@
 //!     GEMM_LIBS=tapegrad,matrixmultiply GEMM_LIBS_THREADS_LIST=1 cargo bench --bench gemm_libs
 //!
 //! `GEMM_LIBS` picks libraries (tapegrad, matrixmultiply, gemm, openblas), `GEMM_LIBS_THREADS_LIST`
-//! the thread counts (default: 1 and all). OpenBLAS picks its kernel by CPU model at load time and
+//! the thread counts (default: 1 and all), `GEMM_LIBS_SHAPES` shapes (comma-separated parts of
+//! their labels, e.g. `GEMM_LIBS_SHAPES=h.T@g,4096^3`). OpenBLAS picks its kernel by CPU model at load time and
 //! prints its choice (`OPENBLAS_CORETYPE=SkylakeX` forces the AVX-512 one where it does not know the
 //! CPU: the Zen 5 of issue 19 gets `Haswell`, AVX2, by default).
 //!
@@ -263,7 +264,11 @@ fn child(threads: usize) {
             names.contains(&key)
         });
     }
+    let only = std::env::var("GEMM_LIBS_SHAPES").ok();
     for &(label, m, k, n, ta, tb) in SHAPES {
+        if only.as_deref().is_some_and(|o| !o.split(',').any(|w| label.contains(w.trim()))) {
+            continue;
+        }
         let mut o = Operands::new(m, k, n, ta, tb);
         let flop = 2.0 * (m * k * n) as f64;
         let mut best = vec![Duration::MAX; libs.len()];

@@ -37,6 +37,9 @@ const NC_TEAM: usize = 512;
 /// From this many values of `B` (8 MB), the next block of `B` is prefetched while the kernel
 /// sweeps the current one (NOTE [Prefetching ahead]); a smaller `B` is likely in cache already.
 const PREFETCH_B_MIN: usize = 1 << 21;
+/// The most values of `A` a team member keeps packed for a whole product (8 MB; NOTE [Packing A
+/// once]): W4's `h.T @ g` takes 2048 × 256 per member.
+const A_ONCE_MAX: usize = 1 << 21;
 /// Below this many multiply-adds the team (a second thread) is not used. Measured on the 2-core
 /// Zen 5 (2026-11-24, load average about 2, other engineers' jobs beside):
 /// - 256³ (16.8M), product alone (`benches/compare.py` MM256, fastest round): 0.071 ms on two threads
@@ -296,6 +299,19 @@ unsafe fn shared(p: Problem<f32>, team: &mut team::Guard, members: usize, split_
 // Every value of `C` is summed in the same order as in `serial` (the same `KC` blocks, the same
 // kernel), so the result does not depend on the number of threads: the tests compare bits.
 
+// NOTE [Packing A once]: an `A` that must be packed (a transposed view: `h.T @ g`, the weight
+// gradient in every backward of `mm`, where `k` is the batch: 256 in W4) used to be packed again,
+// panel by panel, for every `NC_TEAM`-column block of `B`: 8 times for n = 4096, each time reading
+// 48 bytes from each of the `k` rows of `h` per panel (a gather bound by L3 latency, not by the
+// width of the moves). When `k` fits one `KC` block, each member now packs all of its panels into a
+// buffer of its own on the first block of `B` (each just before its first use, as before) and reads
+// them from there on the others: up to `A_ONCE_MAX` values per member (W4: 2052 × 256, 2 MB).
+// With several blocks of `k` (columns of `B` outermost) that would take every panel of all of `k`,
+// so it is not done. The packed values, the kernel calls and their order are unchanged, and so are
+// the bits. Measured (`gemm_libs`, two threads, GFLOP/s, 2026-11-24 16:12, load 1.8–2.1, two runs
+// each, alternated): 4096×256×4096 478–484 → 508, 1024×256×4096 461–491 → 517–522, 4096×256×1024
+// 490–499 → 503–506; one thread (the serial path, which packs each `MC` block once already) unchanged.
+
 /// One member's part of a team multiply.
 ///
 /// # Safety
@@ -336,7 +352,12 @@ unsafe fn member(job: Shared, id: usize, members: usize, split_rows: bool, barri
     };
     BUFFERS.with(|cell| {
         let mut bufs = cell.borrow_mut();
-        let ap: &mut [f32] = lines(&mut bufs.0, MR * kc_max);
+        // An `A` that must be packed, with one block of `k`: all of this member's panels are
+        // packed once, on the first block of `B`, and read from the buffer for the others (NOTE
+        // [Packing A once]).
+        let a_once = p.csa != 1 && p.k <= KC && (r1 - r0) * p.k <= A_ONCE_MAX;
+        let my_panels = if a_once { (r1 - r0).div_ceil(MR) } else { 1 };
+        let ap: &mut [f32] = lines(&mut bufs.0, my_panels * MR * kc_max);
         let mut half = 0;
         for jc in (0..p.n).step_by(NC_TEAM) {
             let (nc, panels, q0, q1) = share(jc);
@@ -375,9 +396,23 @@ unsafe fn member(job: Shared, id: usize, members: usize, split_rows: bool, barri
                 let mut call = 0;
                 for ir in (r0..r1).step_by(MR) {
                     let rows = MR.min(r1 - ir);
-                    // SAFETY: rows `ir..ir+rows` and columns `pc..pc+kc` lie in `A`; `ap` holds one
-                    // `KC × MR` panel; AVX-512F is this function's precondition.
-                    let (apanel, strides) = unsafe { a_panel(&p, ir, rows, pc, kc, direct_a, ap) };
+                    let (apanel, strides) = if a_once {
+                        // This member's panel `(ir - r0) / MR` of the buffer (`my_panels` panels
+                        // of `kc × MR`), packed on the first block of `B` and kept for the others.
+                        let at = (ir - r0) / MR * MR * kc;
+                        let panel = &mut ap[at..at + MR * kc];
+                        if jc == 0 {
+                            // SAFETY: rows `ir..ir+rows` and columns `pc..pc+kc` lie in `A`;
+                            // `panel` holds one `kc × MR` panel; AVX-512F is this function's
+                            // precondition.
+                            unsafe { a_panel(&p, ir, rows, pc, kc, false, panel) };
+                        }
+                        (panel.as_ptr(), (1, MR))
+                    } else {
+                        // SAFETY: rows `ir..ir+rows` and columns `pc..pc+kc` lie in `A`; `ap` holds
+                        // one `KC × MR` panel; AVX-512F is this function's precondition.
+                        unsafe { a_panel(&p, ir, rows, pc, kc, direct_a, ap) }
+                    };
                     for q in j0..j1 {
                         if cold_b {
                             next.late(call, calls);
@@ -646,6 +681,11 @@ mod tests {
             (37, 769, 1100),
             (250, 130, 1030),
             (5, 50, 3000),
+            // `A` packed once per product (NOTE [Packing A once]): one block of `k` (at and just
+            // past `KC`), several blocks of `B`, a partial last panel of each member's rows.
+            (61, 384, 1100),
+            (100, 385, 600),
+            (30, 17, 1537),
         ];
         for &(m, k, n) in &shapes {
             for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
@@ -666,6 +706,7 @@ mod tests {
             }
         }
         check(37, 769, 1100, true, false);
+        check(61, 384, 1100, true, false);
     }
 
     /// Claimed tiles with a helper that is parked (a pause before each product), descheduled
