@@ -12,7 +12,8 @@ for `/1t` rows) beside its ratio to PyTorch; W7 a fraction of the copy bandwidth
 Each implementation of a workload runs in a child process of its own (warm-up first, then its
 rounds), in two passes that alternate the implementations (`--interleave`: all of a workload's
 implementations in one process, taking turns round by round), and the parent prints a table of
-medians, min..max and the ratio tapegrad / PyTorch. PyTorch and NumPy comparisons are optional: a
+medians, min..max and the ratio tapegrad / PyTorch, then one line per target of issue 19 that the
+rows measure, held or not held with its figure (`TARGETS`). PyTorch and NumPy comparisons are optional: a
 missing package is skipped with a message.
 
     python benches/compare.py                 # all workloads
@@ -479,6 +480,47 @@ W7_PARAMS = {"W7": sum(a * b for a, b in zip(W4_SIZES, W4_SIZES[1:])), "W7/L3": 
 W7_BYTES = {"W7": 7 * 4 * W7_PARAMS["W7"], "W7/L3": 7 * 4 * W7_L3_PARAMS * W7_L3_STEPS}
 W7_COPY_MIB = {k: max(1, round(4 * 4 * n / 2 / 2**20)) for k, n in W7_PARAMS.items()}
 
+# The targets of issue 19 that a row of this table measures, one summary line each at the end of the
+# run: (row, measure, bound, what). Measures: "ratio" tapegrad / torch of the medians (at most the
+# bound); "roof" the fastest round's fraction of the roof (at least); "roof-median" the median round's
+# (shown beside W4's, not a target of its own); "copy" W7's traffic over the copy beside it (at
+# least); "faults" minor page faults in a steady-state round (at most).
+TARGETS = [
+    ("MM4096", "roof", 0.88, "SGEMM 4096^3 on all cores"),
+    ("MM256", "roof", 0.60, "W6's 256^3"),
+    ("MM64x1000x100", "roof", 0.60, "W1's 64x1000x100"),
+    ("MM1000x64x100-TN", "roof", 0.60, "W1's 1000x64x100 (A transposed)"),
+    ("MM64x100x1000-NT", "roof", 0.60, "W1's 64x100x1000 (B transposed)"),
+    ("W1", "ratio", 0.6, "W1 against PyTorch"),
+    ("W2", "ratio", 0.15, "W2 against PyTorch"),
+    ("W3", "ratio", 0.2, "W3 against PyTorch"),
+    ("W4", "ratio", 0.6, "W4 against PyTorch"),
+    ("W4", "roof", 0.80, "W4's fastest step"),
+    ("W4", "roof-median", 0.80, "W4's median step"),
+    ("W4", "faults", 100, "W4: no page faults after its first step"),
+    ("W6", "ratio", 0.5, "W6 against PyTorch"),
+    ("W7", "copy", 0.70, "the fused optimizer step against the memory's copy bandwidth"),
+]
+
+
+def target_lines(summary):
+    """One line per target of issue 19 whose row ran: held or not, with the figure."""
+    lines = []
+    for row, measure, bound, what in TARGETS:
+        got = summary.get(row, {}).get(measure)
+        if got is None:
+            continue
+        if measure == "ratio":
+            held, figure = got <= bound, f"{got:.2f}x PyTorch's median (target <= {bound}x)"
+        elif measure == "faults":
+            held, figure = got <= bound, f"{got} minor faults in a steady-state round (target: none; <= {bound})"
+        elif measure == "copy":
+            held, figure = got >= bound, f"{100 * got:.0f}% of the copy beside it (target >= {100 * bound:.0f}%)"
+        else:
+            held, figure = got >= bound, f"{100 * got:.0f}% of the roof (target >= {100 * bound:.0f}%)"
+        lines.append(f"target {row:17} {'held' if held else 'NOT held':8}  {what}: {figure}")
+    return lines
+
 
 def chain_memory(libname):
     """Child process: resident bytes per node of a fresh W5 chain (before backward).
@@ -658,6 +700,7 @@ def main():
         print(f"machine limits not measured:\n{limits.stderr}")
     print(f"{'id':18} {'impl':18} {'median':>12} {'min..max':>24}  {'tapegrad/torch':>14} {'GFLOP/s':>8} "
           f"{'of roof':>7}  notes")
+    summary = {}  # per row: the figures `TARGETS` reads
     for name in args.workloads:
         env = dict(os.environ)
         if one_thread(name):
@@ -674,6 +717,9 @@ def main():
                     data["extra"][k]["bytes_per_node"] = [json.loads(mem.stdout)["bytes_per_node"]]
         unit, scale = UNITS[name]
         med = {k: statistics.median(v) * scale for k, v in data["times"].items()}
+        found = summary.setdefault(name, {})
+        if "tapegrad" in med and "torch" in med:
+            found["ratio"] = med["tapegrad"] / med["torch"]
         row_roof = roof.get(1 if one_thread(name) else threads)
         for k, v in data["times"].items():
             lo, hi = min(v) * scale, max(v) * scale
@@ -687,6 +733,9 @@ def main():
                 g = FLOP[name] / (min(v) * 1e9)
                 gflops = f"{g:.1f}"
                 frac = f"{100 * g / row_roof:.0f}%" if row_roof else ""
+                if k == "tapegrad" and row_roof:
+                    found["roof"] = g / row_roof
+                    found["roof-median"] = FLOP[name] / (statistics.median(v) * 1e9) / row_roof
             notes = []
             ex = data["extra"][k]
             if name == "W1":
@@ -696,8 +745,12 @@ def main():
                 notes.append(f"{gbs:.1f} GB/s of optimizer traffic (fastest round)")
                 if ex.get("copy"):
                     frac = f"{100 * gbs / max(ex['copy']):.0f}%"
+                    if k == "tapegrad":
+                        found["copy"] = gbs / max(ex["copy"])
                     notes.append(f"copy beside it {max(ex['copy']):.1f} GB/s (probes {min(ex['copy']):.0f}.."
                                  f"{max(ex['copy']):.0f})")
+            if k == "tapegrad" and "faults" in ex:
+                found["faults"] = ex["faults"]
             if name in ("W4", "W6", "W8") and "faults" in ex:
                 notes.append(f"{ex['faults']} minor faults/round")
             if "bytes_per_node" in ex:
@@ -709,6 +762,10 @@ def main():
                 if lib in med and lib + "-builtin" in med:
                     print(f"{'':18} {lib + ' overhead':18} {med[lib] - med[lib + '-builtin']:10.3f} us/call  "
                           "(custom minus built-in multiply)")
+
+    for line in target_lines(summary):
+        print(line)
+
 
 if __name__ == "__main__":
     main()
