@@ -12,7 +12,8 @@ for `/1t` rows) beside its ratio to PyTorch; W7 a fraction of the copy bandwidth
 Each implementation of a workload runs in a child process of its own (warm-up first, then its
 rounds), in two passes that alternate the implementations (`--interleave`: all of a workload's
 implementations in one process, taking turns round by round), and the parent prints a table of
-medians, min..max and the ratio tapegrad / PyTorch. PyTorch and NumPy comparisons are optional: a
+medians, min..max and the ratio tapegrad / PyTorch, then one line per target of issue 19 that the
+rows measure, held or not held with its figure (`TARGETS`). PyTorch and NumPy comparisons are optional: a
 missing package is skipped with a message.
 
     python benches/compare.py                 # all workloads
@@ -35,6 +36,8 @@ import numpy as np
 from timing import cpu_model
 
 REPEATS = 5
+# Seconds of each copy-bandwidth probe (best round of several, both store kinds; NOTE [Copy probe]).
+COPY_SECONDS = 0.4
 
 
 def rss_bytes():
@@ -274,26 +277,43 @@ def w6_make(lib):
 
 
 # ---------------------------------------------------------------- W7: one Adam step over W4's parameters
-def w7_make(lib, **opt_kw):
-    """One `optimizer.step()` of Adam over the W4 MLP's weights (25M float32 parameters), gradients
-    already in place: tapegrad's one native call per group against PyTorch's default CPU path (the
-    single-tensor loop), and for reference PyTorch's `foreach=True` and `fused=True`."""
+# W7/L3: the same step over one 1M-parameter tensor (16 MiB with its gradient and moments), which
+# stays in the 32 MiB last-level cache; `W7_L3_STEPS` steps per round, so a round is not a few
+# timer ticks. Each W7 row is compared with a copy of its own working set's size, measured in the
+# same child process between its rounds (NOTE [Copy probe] in src/roof.rs).
+W7_L3_PARAMS, W7_L3_STEPS = 1 << 20, 50
+
+
+def w7_make(lib, shapes=None, steps=1, **opt_kw):
+    """`steps` `optimizer.step()` calls of Adam over the W4 MLP's weights (25M float32 parameters) or
+    over tensors of `shapes`, gradients already in place: tapegrad's one native call per group against
+    PyTorch's default CPU path (the single-tensor loop), and for reference PyTorch's `foreach=True` and
+    `fused=True`."""
     def factory():
         rng = np.random.default_rng(0)
-        ws = [lib.from_numpy((rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32)).requires_grad_()
-              for a, b in zip(W4_SIZES, W4_SIZES[1:])]
+        ws = [lib.from_numpy((rng.standard_normal(s) / np.sqrt(s[0])).astype(np.float32)).requires_grad_()
+              for s in (shapes or list(zip(W4_SIZES, W4_SIZES[1:])))]
         for w in ws:
             w.grad = lib.from_numpy(rng.standard_normal(tuple(w.shape)).astype(np.float32) * 1e-3)
         opt = lib.optim.Adam(ws, lr=1e-3, **opt_kw)
         opt.step()  # creates the state, so the timed steps are steady-state ones
 
         def run():
-            opt.step()
+            for _ in range(steps):
+                opt.step()
             return 0.0
 
         return run
 
     return factory
+
+
+def w7_rows(tg, torch, name):
+    shapes, steps = ([(W7_L3_PARAMS,)], W7_L3_STEPS) if name == "W7/L3" else (None, 1)
+    return {"tapegrad": w7_make(tg, shapes, steps),
+            "torch": w7_make(torch, shapes, steps) if torch else None,
+            "torch foreach": w7_make(torch, shapes, steps, foreach=True) if torch else None,
+            "torch fused": w7_make(torch, shapes, steps, fused=True) if torch else None}
 
 
 # ---------------------------------------------------------------- W8: W4 as a model: tg.nn + tg.optim
@@ -432,9 +452,8 @@ def workloads():
         "W4": {"tapegrad": w4_make(tg), "torch": w4_make(torch) if torch else None},
         "W5": {"tapegrad": w5_make(tg), "torch": w5_make(torch) if torch else None},
         "W6": {"tapegrad": w6_make(tg), "torch": w6_make(torch) if torch else None},
-        "W7": {"tapegrad": w7_make(tg), "torch": w7_make(torch) if torch else None,
-               "torch foreach": w7_make(torch, foreach=True) if torch else None,
-               "torch fused": w7_make(torch, fused=True) if torch else None},
+        "W7": w7_rows(tg, torch, "W7"),
+        "W7/L3": w7_rows(tg, torch, "W7/L3"),
         "W8": {"tapegrad": w8_make(tg), "torch": w8_make(torch) if torch else None},
         "W9": {"tapegrad-jacrev": w9_make(tg, "jacrev"), "tapegrad-jacfwd": w9_make(tg, "jacfwd"),
                "torch-jacrev": w9_make(torch, "jacrev") if torch else None,
@@ -448,13 +467,59 @@ def workloads():
 
 UNITS = {"W1": ("ms/step", 1e3 / STEPS), "W2": ("us/op", 1e6 / 1000), "W3": ("us/call", 1e6 / 1000),
          "W4": ("ms/step", 1e3), "W5": ("s", 1.0), "W6": ("ms/step", 1e3), "W7": ("ms/step", 1e3),
+         "W7/L3": ("ms/step", 1e3 / W7_L3_STEPS),
          "W8": ("ms/step", 1e3), "W9": ("ms/jac", 1e3)}
 UNITS.update({name: ("ms/call", 1e3 / mm_calls(name)) for name in MM_SHAPES})
 # GFLOP per round of the dense workloads (W8 also runs Adam, which is not counted).
 FLOP = {"W1": W1_FLOP, "W4": W4_FLOP, "W6": W6_FLOP, "W8": W4_FLOP}
 FLOP.update({name: mm_flop(name) * mm_calls(name) for name in MM_SHAPES})
-# W7's bytes per round: parameter, gradient and two moments read, three written (7 float32 each).
-W7_BYTES = 7 * 4 * sum(a * b for a, b in zip(W4_SIZES, W4_SIZES[1:]))
+# W7's bytes per round: parameter, gradient and two moments read, three written (7 float32 each);
+# its working set is 4 float32 per parameter, and the copy it is compared with copies a buffer of half
+# that into another (MiB per buffer, `_copy_bandwidth`'s `mbytes`).
+W7_PARAMS = {"W7": sum(a * b for a, b in zip(W4_SIZES, W4_SIZES[1:])), "W7/L3": W7_L3_PARAMS}
+W7_BYTES = {"W7": 7 * 4 * W7_PARAMS["W7"], "W7/L3": 7 * 4 * W7_L3_PARAMS * W7_L3_STEPS}
+W7_COPY_MIB = {k: max(1, round(4 * 4 * n / 2 / 2**20)) for k, n in W7_PARAMS.items()}
+
+# The targets of issue 19 that a row of this table measures, one summary line each at the end of the
+# run: (row, measure, bound, what). Measures: "ratio" tapegrad / torch of the medians (at most the
+# bound); "roof" the fastest round's fraction of the roof (at least); "roof-median" the median round's
+# (shown beside W4's, not a target of its own); "copy" W7's traffic over the copy beside it (at
+# least); "faults" minor page faults in a steady-state round (at most).
+TARGETS = [
+    ("MM4096", "roof", 0.88, "SGEMM 4096^3 on all cores"),
+    ("MM256", "roof", 0.60, "W6's 256^3"),
+    ("MM64x1000x100", "roof", 0.60, "W1's 64x1000x100"),
+    ("MM1000x64x100-TN", "roof", 0.60, "W1's 1000x64x100 (A transposed)"),
+    ("MM64x100x1000-NT", "roof", 0.60, "W1's 64x100x1000 (B transposed)"),
+    ("W1", "ratio", 0.6, "W1 against PyTorch"),
+    ("W2", "ratio", 0.15, "W2 against PyTorch"),
+    ("W3", "ratio", 0.2, "W3 against PyTorch"),
+    ("W4", "ratio", 0.6, "W4 against PyTorch"),
+    ("W4", "roof", 0.80, "W4's fastest step"),
+    ("W4", "roof-median", 0.80, "W4's median step"),
+    ("W4", "faults", 100, "W4: no page faults after its first step"),
+    ("W6", "ratio", 0.5, "W6 against PyTorch"),
+    ("W7", "copy", 0.70, "the fused optimizer step against the memory's copy bandwidth"),
+]
+
+
+def target_lines(summary):
+    """One line per target of issue 19 whose row ran: held or not, with the figure."""
+    lines = []
+    for row, measure, bound, what in TARGETS:
+        got = summary.get(row, {}).get(measure)
+        if got is None:
+            continue
+        if measure == "ratio":
+            held, figure = got <= bound, f"{got:.2f}x PyTorch's median (target <= {bound}x)"
+        elif measure == "faults":
+            held, figure = got <= bound, f"{got} minor faults in a steady-state round (target: none; <= {bound})"
+        elif measure == "copy":
+            held, figure = got >= bound, f"{100 * got:.0f}% of the copy beside it (target >= {100 * bound:.0f}%)"
+        else:
+            held, figure = got >= bound, f"{100 * got:.0f}% of the roof (target >= {100 * bound:.0f}%)"
+        lines.append(f"target {row:17} {'held' if held else 'NOT held':8}  {what}: {figure}")
+    return lines
 
 
 def chain_memory(libname):
@@ -505,6 +570,13 @@ def run_one(name, repeats, settle=0.0, only=None):
         for k, run in impls.items():
             if settle:
                 time.sleep(settle)
+            if name in W7_COPY_MIB:
+                # The copy W7 is measured against, at its working set's size, just before the round
+                # (NOTE [Copy probe]).
+                from tapegrad import _tapegrad as C
+
+                copy = C._copy_bandwidth(os.cpu_count() or 1, W7_COPY_MIB[name], COPY_SECONDS)
+                extra[k].setdefault("copy", []).append(copy)
             f0 = minor_faults()
             t0 = time.perf_counter()
             result = run()
@@ -535,7 +607,10 @@ def measure(name, args, env):
         for k in impls if repeats else ():
             part = child_run(name, repeats, args.settle, env, k)
             data["times"][k] += part["times"][k]
+            copies = data["extra"][k].get("copy", []) + part["extra"][k].get("copy", [])
             data["extra"][k].update(part["extra"][k])
+            if copies:
+                data["extra"][k]["copy"] = copies
     return data
 
 
@@ -552,7 +627,8 @@ def machine_limits():
             except ValueError:
                 pass
     for t in (1, threads):
-        out["copy"][str(t)] = C._copy_bandwidth(t, 256, 0.6)
+        out["copy"][str(t)] = C._copy_bandwidth(t, W7_COPY_MIB["W7"], 4 * COPY_SECONDS)
+    out["copy_l3"] = C._copy_bandwidth(threads, W7_COPY_MIB["W7/L3"], 4 * COPY_SECONDS)
     print(json.dumps(out))
 
 
@@ -598,7 +674,6 @@ def main():
                                  else "interleaved round by round in one process (--interleave)") + f"; settle {args.settle} s")
     limits = subprocess.run([sys.executable, __file__, "--limits"], capture_output=True, text=True)
     roof = {}
-    copy_bw = {}
     if limits.returncode == 0:
         lim = json.loads(limits.stdout.strip().splitlines()[-1])
         threads = lim["threads"]
@@ -606,22 +681,26 @@ def main():
             isa, t = key.split("/")
             print(f"roof  FMA float32 {isa:7} {int(t):3} thread(s) {gf:9.1f} GFLOP/s (measured together)")
         for t, gb in lim["copy"].items():
-            print(f"copy  bandwidth           {int(t):3} thread(s) {gb:9.1f} GB/s (read + written)")
+            print(f"copy  bandwidth           {int(t):3} thread(s) {gb:9.1f} GB/s (read + written; 2 x "
+                  f"{W7_COPY_MIB['W7']} MiB, W7's working set)")
+        print(f"copy  bandwidth in cache  {threads:3} thread(s) {lim['copy_l3']:9.1f} GB/s (2 x {W7_COPY_MIB['W7/L3']} MiB, "
+              "W7/L3's working set)")
         isa = "avx512" if "avx512/1" in lim["roof"] else "avx2"
         one = lim["roof"].get(f"{isa}/1")
         # The all-core roof is the cores' one-thread roofs added: measuring all threads at once
         # needs every core free at the same moment, which a shared machine rarely gives (the
         # all-thread line above then reads low; on a quiet machine the two agree).
         roof = {1: one, threads: threads * one if one else None}
-        copy_bw = {1: lim["copy"].get("1"), threads: lim["copy"].get(str(threads))}
         print(f"'of roof': GFLOP/s of the fastest round over the {isa} roof of the threads the row uses: "
               f"{threads} x the one-thread roof = {roof[threads]:.1f} GFLOP/s (one thread for /1t rows: "
-              f"{one:.1f}); W7: GB/s over the {threads}-thread copy bandwidth")
+              f"{one:.1f}); W7 rows: GB/s over the best {threads}-thread copy of the same working set, measured "
+              "between the row's own rounds")
     else:
         threads = os.cpu_count() or 1
         print(f"machine limits not measured:\n{limits.stderr}")
     print(f"{'id':18} {'impl':18} {'median':>12} {'min..max':>24}  {'tapegrad/torch':>14} {'GFLOP/s':>8} "
           f"{'of roof':>7}  notes")
+    summary = {}  # per row: the figures `TARGETS` reads
     for name in args.workloads:
         env = dict(os.environ)
         if one_thread(name):
@@ -638,6 +717,9 @@ def main():
                     data["extra"][k]["bytes_per_node"] = [json.loads(mem.stdout)["bytes_per_node"]]
         unit, scale = UNITS[name]
         med = {k: statistics.median(v) * scale for k, v in data["times"].items()}
+        found = summary.setdefault(name, {})
+        if "tapegrad" in med and "torch" in med:
+            found["ratio"] = med["tapegrad"] / med["torch"]
         row_roof = roof.get(1 if one_thread(name) else threads)
         for k, v in data["times"].items():
             lo, hi = min(v) * scale, max(v) * scale
@@ -651,15 +733,24 @@ def main():
                 g = FLOP[name] / (min(v) * 1e9)
                 gflops = f"{g:.1f}"
                 frac = f"{100 * g / row_roof:.0f}%" if row_roof else ""
+                if k == "tapegrad" and row_roof:
+                    found["roof"] = g / row_roof
+                    found["roof-median"] = FLOP[name] / (statistics.median(v) * 1e9) / row_roof
             notes = []
             ex = data["extra"][k]
             if name == "W1":
                 notes.append(f"final loss {ex['result']:.3g}")
-            if name == "W7":
-                gbs = W7_BYTES / (min(v) * 1e9)
+            if name in W7_BYTES:
+                gbs = W7_BYTES[name] / (min(v) * 1e9)
                 notes.append(f"{gbs:.1f} GB/s of optimizer traffic (fastest round)")
-                if copy_bw.get(threads):
-                    frac = f"{100 * gbs / copy_bw[threads]:.0f}%"
+                if ex.get("copy"):
+                    frac = f"{100 * gbs / max(ex['copy']):.0f}%"
+                    if k == "tapegrad":
+                        found["copy"] = gbs / max(ex["copy"])
+                    notes.append(f"copy beside it {max(ex['copy']):.1f} GB/s (probes {min(ex['copy']):.0f}.."
+                                 f"{max(ex['copy']):.0f})")
+            if k == "tapegrad" and "faults" in ex:
+                found["faults"] = ex["faults"]
             if name in ("W4", "W6", "W8") and "faults" in ex:
                 notes.append(f"{ex['faults']} minor faults/round")
             if "bytes_per_node" in ex:
@@ -671,6 +762,10 @@ def main():
                 if lib in med and lib + "-builtin" in med:
                     print(f"{'':18} {lib + ' overhead':18} {med[lib] - med[lib + '-builtin']:10.3f} us/call  "
                           "(custom minus built-in multiply)")
+
+    for line in target_lines(summary):
+        print(line)
+
 
 if __name__ == "__main__":
     main()

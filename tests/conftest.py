@@ -1,4 +1,6 @@
-"""Shared pytest helpers: a float64 finite-difference oracle."""
+"""Shared pytest helpers: a float64 finite-difference oracle, and `run_in_threads`."""
+
+import threading
 
 import numpy as np
 import pytest
@@ -44,3 +46,31 @@ def fwd_impl(request, monkeypatch):
 
     monkeypatch.setattr(functional, "_FORWARD_IMPL", request.param)
     return request.param
+
+
+def run_in_threads(fn, args=(), num_threads=10, timeout=20.0, *, pass_index=False, collect=False):
+    """Runs ``fn(*args)`` (``fn(i, *args)`` with ``pass_index``, ``i`` the thread's number) on
+    ``num_threads`` threads at once and joins each with ``timeout`` seconds: a thread still running
+    then fails the test, so a deadlock fails instead of hanging. The first exception a thread raised
+    is re-raised here; with ``collect``, all of them are returned instead, as ``(i, exception)``."""
+    errors = []
+
+    def target(i):
+        try:
+            fn(i, *args) if pass_index else fn(*args)
+        except BaseException as e:  # noqa: BLE001 - handed back to the caller
+            errors.append((i, e))
+
+    threads = [threading.Thread(target=target, args=(i,), daemon=True) for i in range(num_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+    alive = [t.name for t in threads if t.is_alive()]
+    if alive:
+        raise TimeoutError(f"threads still running after {timeout} s (deadlock?): {alive}")
+    if collect:
+        return errors
+    if errors:
+        raise errors[0][1]
+    return None

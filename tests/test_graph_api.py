@@ -6,6 +6,7 @@ import threading
 
 import numpy as np
 import pytest
+from conftest import run_in_threads
 
 import tapegrad as tg
 from tapegrad.autograd import graph
@@ -181,11 +182,7 @@ def test_multi_grad_hook_per_thread():
     def work(k):
         (a * k).sum().backward()
 
-    threads = [threading.Thread(target=work, args=(float(k),)) for k in range(1, 5)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(lambda i: work(float(i + 1)), num_threads=4, pass_index=True)
     assert sorted(calls) == [[1.0], [2.0], [3.0], [4.0]]
 
 

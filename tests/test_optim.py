@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import run_in_threads
 
 import tapegrad as tg
 
@@ -357,27 +358,16 @@ def test_native_update_refuses_bad_input_with_clear_errors():
 
 
 def test_concurrent_steps_on_one_optimizer_neither_crash_nor_lose_steps():
-    import threading
-
     ws = [tg.randn(100_000, requires_grad=True) for _ in range(4)]
     for w in ws:
         w.grad = tg.randn(100_000)
     opt = tg.optim.Adam(ws)
-    errors = []
 
     def run():
-        try:
-            for _ in range(5):
-                opt.step()
-        except Exception as e:  # pragma: no cover - reported below
-            errors.append(e)
+        for _ in range(5):
+            opt.step()
 
-    threads = [threading.Thread(target=run) for _ in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    run_in_threads(run, num_threads=3)
     assert [opt.state[w]["step"].item() for w in ws] == [15.0] * 4
 
 

@@ -5,6 +5,7 @@ import threading
 
 import numpy as np
 import pytest
+from conftest import run_in_threads
 
 import tapegrad as tg
 
@@ -156,23 +157,14 @@ def test_reentrant_backwards_on_several_threads():
     # Every thread's outer backward calls an inner autograd.grad, all at once.
     n_threads, iterations = 4, 15
     go = threading.Barrier(n_threads, timeout=60)
-    errors = []
 
     def worker(i):
-        try:
-            c = tg.tensor(np.arange(5.0) + i)
-            go.wait()
-            for _ in range(iterations):
-                x = tg.tensor(X, requires_grad=True)
-                (InnerGrad.apply(x) * c).sum().backward()
-                np.testing.assert_allclose(x.grad.numpy(), c.numpy() * 6 * np.sin(X) * np.cos(X), rtol=1e-12)
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        c = tg.tensor(np.arange(5.0) + i)
+        go.wait()
+        for _ in range(iterations):
+            x = tg.tensor(X, requires_grad=True)
+            (InnerGrad.apply(x) * c).sum().backward()
+            np.testing.assert_allclose(x.grad.numpy(), c.numpy() * 6 * np.sin(X) * np.cos(X), rtol=1e-12)
 
-    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(n_threads)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert not any(t.is_alive() for t in threads), "reentrant backward deadlocked"
-    assert errors == []
+    # a deadlocked reentrant backward fails with TimeoutError
+    assert run_in_threads(worker, num_threads=n_threads, timeout=60, pass_index=True, collect=True) == []

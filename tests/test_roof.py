@@ -19,7 +19,7 @@ def test_roof_refuses_bad_arguments(args):
         C._roof(*args)
 
 
-@pytest.mark.parametrize("args", [(0, 1, 0.01), (1, 0, 0.01), (1, 1 << 20, 0.01), (1, 1, 0.0)])
+@pytest.mark.parametrize("args", [(0, 1, 0.01), (1, 0, 0.01), (1, 1 << 20, 0.01), (1, 1, 0.0), (1, 1, 0.01, "nt")])
 def test_copy_bandwidth_refuses_bad_arguments(args):
     with pytest.raises(ValueError):
         C._copy_bandwidth(*args)

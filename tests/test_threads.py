@@ -10,6 +10,7 @@ instead of hanging it.
 import threading
 
 import numpy as np
+from conftest import run_in_threads
 from seed_functions import MyReLU
 
 import tapegrad as tg
@@ -36,22 +37,7 @@ class Scale(tg.Function):
 
 def _run_threads(target, n, timeout=TIMEOUT):
     """Runs target(i) in n threads; returns the exceptions they raised; fails on a hang."""
-    errors = []
-
-    def wrapped(i):
-        try:
-            target(i)
-        except BaseException as e:  # noqa: BLE001 - reported by the caller
-            errors.append((i, e))
-
-    threads = [threading.Thread(target=wrapped, args=(i,), daemon=True) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout)
-    alive = [t.name for t in threads if t.is_alive()]
-    assert not alive, f"threads still running after {timeout} s (deadlock?): {alive}"
-    return errors
+    return run_in_threads(target, num_threads=n, timeout=timeout, pass_index=True, collect=True)
 
 
 def _thread_data(i):

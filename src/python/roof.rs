@@ -3,7 +3,7 @@
 
 use pyo3::prelude::*;
 
-use crate::roof::{copy_bandwidth, fma_roof, Isa};
+use crate::roof::{copy_bandwidth, fma_roof, Isa, Store};
 
 /// The float32 FMA throughput of `threads` threads using `isa` ("avx512" or "avx2"), in GFLOP/s,
 /// measured for about `seconds` without the GIL. ValueError for an unknown instruction set or one
@@ -16,11 +16,14 @@ fn _roof(py: Python<'_>, isa: &str, threads: usize, seconds: f64) -> PyResult<f6
 }
 
 /// The memory copy bandwidth of `threads` threads (bytes read plus written per second, in GB/s),
-/// copying `mbytes` MiB into a second buffer as large for about `seconds`, without the GIL.
+/// copying `mbytes` MiB into a second buffer as large for about `seconds`, without the GIL;
+/// `store` is "cached" (ordinary stores), "streaming" (non-temporal stores) or "best" (the faster
+/// of the two; NOTE [Copy probe]).
 #[pyfunction]
-#[pyo3(signature = (threads, mbytes=256, seconds=0.5))]
-fn _copy_bandwidth(py: Python<'_>, threads: usize, mbytes: usize, seconds: f64) -> PyResult<f64> {
-    Ok(py.detach(|| copy_bandwidth(threads, mbytes, seconds))?)
+#[pyo3(signature = (threads, mbytes=256, seconds=0.5, store="best"))]
+fn _copy_bandwidth(py: Python<'_>, threads: usize, mbytes: usize, seconds: f64, store: &str) -> PyResult<f64> {
+    let store = Store::parse(store)?;
+    Ok(py.detach(|| copy_bandwidth(threads, mbytes, seconds, store))?)
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -5,8 +5,6 @@
 ``tg.autograd.gradcheck``, whose oracle is float64 central differences.
 """
 
-import threading
-
 import numpy as np
 
 import tapegrad as tg
@@ -39,25 +37,3 @@ def gradgradcheck(fn, inputs, grad_outputs=None, seed=0):
         return tuple(g for g in grads if g is not None)
 
     return tg.autograd.gradcheck(first, inputs + gos)
-
-
-def run_in_threads(fn, args=(), num_threads=10, timeout=20.0):
-    """Runs ``fn(*args)`` on ``num_threads`` threads, joins each with a timeout (a deadlock fails
-    instead of hanging) and re-raises the first exception a thread raised."""
-    errors = []
-
-    def target():
-        try:
-            fn(*args)
-        except BaseException as e:  # noqa: BLE001 - handed back to the caller
-            errors.append(e)
-
-    threads = [threading.Thread(target=target, daemon=True) for _ in range(num_threads)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout)
-        if t.is_alive():
-            raise TimeoutError(f"a thread did not finish within {timeout} s (deadlock?)")
-    if errors:
-        raise errors[0]

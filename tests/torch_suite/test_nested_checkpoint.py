@@ -12,6 +12,7 @@ import weakref
 
 import numpy as np
 import pytest
+from conftest import run_in_threads
 
 import tapegrad as tg
 from tapegrad.utils.checkpoint import checkpoint, set_checkpoint_early_stop
@@ -279,11 +280,7 @@ def test_nested_checkpoint_set_early_stop_no_recomputation_needed():
 
 
 def run_threads(fn, args, n=5):
-    threads = [threading.Thread(target=fn, args=args) for _ in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(fn, args, num_threads=n)
 
 
 # covers: test_autograd.py::TestMultithreadAutograd::test_multi_grad_all_hooks

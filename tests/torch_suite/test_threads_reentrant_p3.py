@@ -16,10 +16,9 @@ import weakref
 
 import numpy as np
 import pytest
+from conftest import run_in_threads
 
 import tapegrad as tg
-
-from ._p3_util import run_in_threads
 
 RETAIN_HINT = "Specify retain_graph=True"
 
@@ -139,12 +138,7 @@ def test_grad_thread_safety():
             barrier.wait(timeout=10)
             refs[i] = weakref.ref(tensor.grad)
 
-        threads = [threading.Thread(target=access_grad, args=(i,), daemon=True) for i in range(num_threads)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join(10)
-            assert not th.is_alive()
+        run_in_threads(access_grad, num_threads=num_threads, timeout=10, pass_index=True)
         assert tensor.grad is not None
         for r in refs:
             got = r()
