@@ -16,6 +16,10 @@ const CACHE_MAX: usize = 1 << 18;
 /// Units per member the rows are cut into, so that a member that comes late (or is descheduled)
 /// leaves little for the others to wait for.
 const UNITS_PER_MEMBER: usize = 8;
+/// Up to this many rows of `C`, a row-major `B` is read in place instead of packed (NOTE [Claimed
+/// tiles]): each value of `B` then serves few rows, and packing it cost as much as a fifth of the
+/// product.
+const IN_PLACE_B_MAX_M: usize = 96;
 
 // NOTE [Claimed tiles]: in a loop of small products with Python between them (W1, W6's forward),
 // a static split of `C` made two threads slower than one (W1 0.200 -> 0.274 ms/step; MM256 in
@@ -66,6 +70,12 @@ fn plan(p: &Problem<f32>, members: usize) -> Option<Plan> {
     let want = (UNITS_PER_MEMBER * members).div_ceil(groups);
     let unit_panels = row_panels.div_ceil(want.min(row_panels));
     Some(Plan { group_panels, unit_panels, row_units: row_panels.div_ceil(unit_panels) })
+}
+
+/// Whether the members read `B` in place rather than pack it (`IN_PLACE_B_MAX_M`): a row-major
+/// `B` and a short `C`.
+fn in_place_b(p: &Problem<f32>) -> bool {
+    p.csb == 1 && p.m <= IN_PLACE_B_MAX_M
 }
 
 /// A member's range of units, `front | back << 32`: its owner claims from the front, the others
@@ -134,14 +144,19 @@ unsafe fn member(job: &Job, id: usize) {
     let group_cols = plan.group_panels * NR;
     let kc_max = KC.min(p.k);
     let direct_a = p.csa == 1;
+    let in_place_b = in_place_b(&p);
     BUFFERS.with(|cell| {
         let mut bufs = cell.borrow_mut();
         let (abuf, bbuf) = &mut *bufs;
         let ap: &mut [f32] = lines(abuf, MR * kc_max);
         // Block `pc` of the group's columns starts at `pc × group_cols` (the blocks before it hold
         // `pc` steps of `k` each), its panel `q` `kc × NR` values further on per panel.
-        let bc: &mut [f32] = lines(bbuf, p.k * group_cols);
+        let bc: &mut [f32] = lines(bbuf, p.k * if in_place_b { NR } else { group_cols });
         let mut packed_group = usize::MAX;
+        // With `B` in place, the only panel packed is the last one when it is partial (its rows
+        // run past `n`): `kc × NR` values per block `pc` from `pc × NR`.
+        let edge = p.n - p.n % NR;
+        let mut edge_packed = false;
         let mut victim = id;
         loop {
             let unit = match ranges[id].claim(false) {
@@ -161,7 +176,15 @@ unsafe fn member(job: &Job, id: usize) {
             let (group, row_unit) = (unit / plan.row_units, unit % plan.row_units);
             let j0 = group * group_cols;
             let cols = group_cols.min(p.n - j0);
-            if group != packed_group {
+            if in_place_b {
+                if !edge_packed && j0 + cols > edge {
+                    let src = p.b.wrapping_add(edge);
+                    // SAFETY: columns `edge..n` (fewer than `NR`) of all `k` rows lie inside `B`;
+                    // `bc` holds `k × NR` values, one packed panel; AVX-512F is the precondition.
+                    unsafe { pack::pack_b(p.k, p.n - edge, src, p.rsb, 1, bc) };
+                    edge_packed = true;
+                }
+            } else if group != packed_group {
                 for pc in (0..p.k).step_by(KC) {
                     let kc = KC.min(p.k - pc);
                     let src = p.b.wrapping_offset(pc as isize * p.rsb + j0 as isize * p.csb);
@@ -183,12 +206,20 @@ unsafe fn member(job: &Job, id: usize) {
                     // `KC × MR` panel; AVX-512F as for this function.
                     let (apanel, strides) = unsafe { a_panel(&p, ir, rows, pc, kc, direct_a, ap) };
                     for jr in (0..cols).step_by(NR) {
+                        let (b, bks) = if !in_place_b {
+                            (block.wrapping_add(jr * kc), NR)
+                        } else if j0 + jr < edge {
+                            (p.b.wrapping_offset(pc as isize * p.rsb).wrapping_add(j0 + jr), p.rsb as usize)
+                        } else {
+                            (bc.as_ptr().wrapping_add(pc * NR), NR)
+                        };
                         let tile = avx512::Tile {
                             kc,
                             a: apanel,
                             ars: strides.0,
                             aks: strides.1,
-                            b: block.wrapping_add(jr * kc),
+                            b,
+                            bks,
                             c: p.c.wrapping_add(ir * p.ldc + j0 + jr),
                             ldc: p.ldc,
                             rows,
@@ -196,8 +227,10 @@ unsafe fn member(job: &Job, id: usize) {
                             accumulate: pc > 0,
                         };
                         // SAFETY: AVX-512F is the precondition; `apanel` is a panel of `kc` steps
-                        // of `A`, `b` a packed `kc × NR` panel of this group's block `pc`, and the
-                        // corner of `C` lies in this unit, which no other member writes.
+                        // of `A`; `b` a packed `kc × NR` panel of this group's block `pc`, or
+                        // `kc` rows of `NR` values of `B` itself (the panel is whole: `j0 + jr +
+                        // NR <= edge <= n`), or the packed edge panel's block `pc`; and the corner
+                        // of `C` lies in this unit, which no other member writes.
                         unsafe { avx512::kernel(tile) };
                     }
                 }
