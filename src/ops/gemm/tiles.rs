@@ -81,9 +81,14 @@ fn in_place_b(p: &Problem<f32>) -> bool {
 /// A member's range of units, `front | back << 32`: its owner claims from the front, the others
 /// steal from the back. One cache line each, so claims on different ranges do not contend.
 #[repr(align(64))]
-struct Range(AtomicU64);
+pub(super) struct Range(AtomicU64);
 
 impl Range {
+    /// `units` split into `members` contiguous ranges, one per member.
+    pub(super) fn split(units: usize, members: usize) -> Vec<Range> {
+        (0..members).map(|i| Range::new(units * i / members, units * (i + 1) / members)).collect()
+    }
+
     fn new(front: usize, back: usize) -> Self {
         Range(AtomicU64::new(front as u64 | (back as u64) << 32))
     }
@@ -100,6 +105,25 @@ impl Range {
                 Ok(_) => return Some(unit as usize),
                 Err(now) => v = now,
             }
+        }
+    }
+}
+
+/// The next unit for member `id`: the front of its own range, else the back of another's (starting
+/// from `victim`, which is kept for the next call); `None` when every range is empty.
+pub(super) fn next(ranges: &[Range], id: usize, victim: &mut usize) -> Option<usize> {
+    if let Some(u) = ranges[id].claim(false) {
+        return Some(u);
+    }
+    loop {
+        *victim = (*victim + 1) % ranges.len();
+        if *victim == id {
+            return None;
+        }
+        if let Some(u) = ranges[*victim].claim(true) {
+            // Come back to this victim first next time.
+            *victim = (*victim + ranges.len() - 1) % ranges.len();
+            return Some(u);
         }
     }
 }
@@ -124,8 +148,7 @@ pub(super) unsafe fn run(p: Problem<f32>, team: &mut team::Guard, members: usize
     let Some(plan) = plan(&p, members) else {
         return false;
     };
-    let units = plan.units(p.n);
-    let ranges: Vec<Range> = (0..members).map(|i| Range::new(units * i / members, units * (i + 1) / members)).collect();
+    let ranges = Range::split(plan.units(p.n), members);
     let job = Job { p, plan, ranges: &ranges };
     team.run(members, true, &|id| {
         // SAFETY: AVX-512F and the operands are this function's preconditions.
@@ -159,19 +182,8 @@ unsafe fn member(job: &Job, id: usize) {
         let mut edge_packed = false;
         let mut victim = id;
         loop {
-            let unit = match ranges[id].claim(false) {
-                Some(u) => u,
-                None => loop {
-                    victim = (victim + 1) % ranges.len();
-                    if victim == id {
-                        return;
-                    }
-                    if let Some(u) = ranges[victim].claim(true) {
-                        // Come back to this victim first next time.
-                        victim = (victim + ranges.len() - 1) % ranges.len();
-                        break u;
-                    }
-                },
+            let Some(unit) = next(ranges, id, &mut victim) else {
+                return;
             };
             let (group, row_unit) = (unit / plan.row_units, unit % plan.row_units);
             let j0 = group * group_cols;
