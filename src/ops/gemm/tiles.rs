@@ -38,6 +38,18 @@ const IN_PLACE_B_MAX_M: usize = 96;
 // done twice); otherwise there is one (every member packs all of `B`, which is then the smaller
 // operand). Every value of `C` is summed as in `serial` (the same `KC` steps, the same kernel):
 // bit-for-bit the one-thread result.
+//
+// A short `C` (`IN_PLACE_B_MAX_M` rows) with a row-major `B` reads `B` in place: the kernel takes
+// `B`'s row stride as its step (`Tile::bks`), and only a partial last panel (its rows would run
+// past `n`) is packed, once per member. Then a group costs no packing and every column panel is a
+// group of its own, the finest units. W1's 64×1000×100, profiled on main (`perf`, 2026-11-24):
+// the kernel 77% of both threads' samples, packing `B` 9% (each member packed its 64 columns for
+// all 1000 steps to serve 64 rows), packing the 4-row edge panel of `A` 3%; and the helper, whose
+// group held the 4-column edge panel, spent as long in that panel's 12×16 block as in its whole
+// 12×32 one: the kernel walked one pointer down an in-place `A`'s rows, a chain of 12 dependent
+// adds per step, so the 12-FMA block took as long as the 24-FMA one (fixed in `avx512.rs`). The
+// panel split then gave the members 128 and 98 cycles per step of `k`, and a member that ran out
+// could only steal a unit by packing the other group's 64 columns.
 
 /// How `C` is cut into units.
 #[derive(Clone, Copy)]
@@ -61,7 +73,15 @@ fn plan(p: &Problem<f32>, members: usize) -> Option<Plan> {
     if p.m * p.n * p.k > MAX_WORK {
         return None;
     }
-    let groups = if p.csa == 1 || p.n > p.m { members.min(col_panels) } else { 1 };
+    // With `B` in place a group costs no packing, so each column panel is a group: the finest
+    // units, which balance members whose panels cost differently (a partial last panel).
+    let groups = if in_place_b(p) {
+        col_panels
+    } else if p.csa == 1 || p.n > p.m {
+        members.min(col_panels)
+    } else {
+        1
+    };
     let group_panels = col_panels.div_ceil(groups);
     if p.k * group_panels * NR > CACHE_MAX {
         return None;
