@@ -41,8 +41,10 @@ const IN_PLACE_B_MAX_M: usize = 96;
 //
 // A short `C` (`IN_PLACE_B_MAX_M` rows) with a row-major `B` reads `B` in place: the kernel takes
 // `B`'s row stride as its step (`Tile::bks`), and only a partial last panel (its rows would run
-// past `n`) is packed, once per member. Then a group costs no packing and every column panel is a
-// group of its own, the finest units. W1's 64×1000×100, profiled on main (`perf`, 2026-11-24):
+// past `n`) is packed, once per member, and a member that steals a unit of another group packs
+// nothing. (Every column panel a group of its own, for finer units, was slower: 64×1000×100 in
+// 0.033 ms against 0.031, each unit's panel of `A` then read from L2 once per column panel.)
+// W1's 64×1000×100, profiled on main (`perf`, 2026-11-24):
 // the kernel 77% of both threads' samples, packing `B` 9% (each member packed its 64 columns for
 // all 1000 steps to serve 64 rows), packing the 4-row edge panel of `A` 3%; and the helper, whose
 // group held the 4-column edge panel, spent as long in that panel's 12×16 block as in its whole
@@ -73,15 +75,7 @@ fn plan(p: &Problem<f32>, members: usize) -> Option<Plan> {
     if p.m * p.n * p.k > MAX_WORK {
         return None;
     }
-    // With `B` in place a group costs no packing, so each column panel is a group: the finest
-    // units, which balance members whose panels cost differently (a partial last panel).
-    let groups = if in_place_b(p) {
-        col_panels
-    } else if p.csa == 1 || p.n > p.m {
-        members.min(col_panels)
-    } else {
-        1
-    };
+    let groups = if p.csa == 1 || p.n > p.m { members.min(col_panels) } else { 1 };
     let group_panels = col_panels.div_ceil(groups);
     if p.k * group_panels * NR > CACHE_MAX {
         return None;
