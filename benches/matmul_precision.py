@@ -1,5 +1,5 @@
 """float32 matmul throughput at "highest" against "medium" (bfloat16 products, AVX512_BF16), in one
-run: 4096^3 and every product of W4's step (forward, and backward's transposed operands), then the
+run: 4096^3, 256^3 and every product of W4's step (forward, and backward's transposed operands), then the
 whole W4 step. The two precisions alternate within each round and the table keeps each one's
 minimum over the rounds, so that load from other processes hits both alike.
 
@@ -18,8 +18,8 @@ W4_SIZES, W4_BATCH = (1024, 4096, 4096, 1024), 256
 
 
 def products():
-    """(label, m, k, n, transpose A, transpose B): 4096^3 and W4's nine products."""
-    out = [("4096^3", 4096, 4096, 4096, False, False)]
+    """(label, m, k, n, transpose A, transpose B): 4096^3, 256^3 (W6's size) and W4's nine products."""
+    out = [("4096^3", 4096, 4096, 4096, False, False), ("256^3", 256, 256, 256, False, False)]
     for a, b in zip(W4_SIZES, W4_SIZES[1:]):
         out.append((f"W4 fwd x@W {W4_BATCH}x{a}x{b}", W4_BATCH, a, b, False, False))
     for a, b in list(zip(W4_SIZES, W4_SIZES[1:]))[1:]:
@@ -66,7 +66,7 @@ def main():
     rows = [r for r in products() if not (args.quick and r[0] == "4096^3")]
     for label, m, k, n, ta, tb in rows:
         a, b = operand(rng, m, k, ta), operand(rng, k, n, tb)
-        reps = 2 if m * k * n >= 4096**3 else 5
+        reps = 2 if m * k * n >= 4096**3 else 5 if m * k * n >= 2**26 else 50
         best = {"highest": float("inf"), "medium": float("inf")}
         for _ in range(args.rounds):
             for p in best:

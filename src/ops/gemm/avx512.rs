@@ -24,8 +24,10 @@ pub(super) struct Tile {
     pub(super) a: *const f32,
     pub(super) ars: usize,
     pub(super) aks: usize,
-    /// The packed kc×32 panel of `B` (32 values per step).
+    /// The kc×32 panel of `B`: 32 contiguous values per step, `bks` values apart (packed: `NR`;
+    /// a row-major `B` read in place: its row stride).
     pub(super) b: *const f32,
+    pub(super) bks: usize,
     /// The corner of row-major `C`, row stride `ldc`; only its `rows × cols` values are touched.
     pub(super) c: *mut f32,
     pub(super) ldc: usize,
@@ -44,7 +46,8 @@ pub(super) struct Tile {
 ///
 /// # Safety
 /// The CPU must support AVX-512F; `a` must be valid for the `kc` steps of `MR` values its strides
-/// reach, `b` for `kc·NR` values, and `c` for `rows` rows of `cols` values at stride `ldc`, with no
+/// reach (of `4·ceil(rows / 4)` rows: the instance run reads no more), `b` for `kc` steps of `NR`
+/// values `bks` apart, and `c` for `rows` rows of `cols` values at stride `ldc`, with no
 /// other thread touching them.
 pub(super) unsafe fn kernel(t: Tile) {
     let run: unsafe fn(Tile) = match (t.rows.div_ceil(4), t.cols > 16) {
@@ -66,21 +69,31 @@ pub(super) unsafe fn kernel(t: Tile) {
 /// As for `kernel`, with `rows <= R` and `cols <= 16·V`.
 #[target_feature(enable = "avx512f")]
 unsafe fn block<const R: usize, const V: usize>(t: Tile) {
-    let Tile { kc, a, ars, aks, b, c, ldc, rows, cols, accumulate } = t;
+    let Tile { kc, a, ars, aks, b, bks, c, ldc, rows, cols, accumulate } = t;
     let mut acc = [[_mm512_setzero_ps(); V]; R];
-    let (mut a, mut b) = (a, b);
-    let mut step = |a: *const f32, b: *const f32| {
+    // One pointer per row of the panel, each stepped on its own: written as `a.add(i * ars)` from
+    // one pointer, the compiler walked it down the rows and back every step, a loop-carried chain
+    // of `R` dependent adds that held an in-place `A` (`ars` = its row stride) at `R` cycles per
+    // step, twice the FMA time of a `V = 1` edge block (NOTE [Claimed tiles]).
+    let mut a_rows = [a; R];
+    for (i, r) in a_rows.iter_mut().enumerate() {
+        *r = a.wrapping_add(i * ars);
+    }
+    let mut b = b;
+    let mut step = |a_rows: &mut [*const f32; R], b: *const f32| {
         let mut bv = [_mm512_setzero_ps(); V];
         for (v, x) in bv.iter_mut().enumerate() {
-            // SAFETY: `b` points at this step's NR = 32 values of the packed panel and `v < 2`.
+            // SAFETY: `b` points at this step's NR = 32 values of the panel and `v < 2`.
             *x = unsafe { _mm512_loadu_ps(b.add(16 * v)) };
         }
-        for (i, row) in acc.iter_mut().enumerate() {
-            // SAFETY: `i < R <= MR`, and `a` is valid for the `MR` values of this step.
-            let ai = _mm512_set1_ps(unsafe { *a.add(i * ars) });
-            for (x, r) in bv.iter().zip(row.iter_mut()) {
-                *r = _mm512_fmadd_ps(ai, *x, *r);
+        for (row, r) in acc.iter_mut().zip(a_rows.iter_mut()) {
+            // SAFETY: row `i < R` of the panel at this step (the caller's contract).
+            let ai = _mm512_set1_ps(unsafe { **r });
+            for (x, acc) in bv.iter().zip(row.iter_mut()) {
+                *acc = _mm512_fmadd_ps(ai, *x, *acc);
             }
+            // Wrapping: after the last step these point one step past the panel and are not read.
+            *r = r.wrapping_add(aks);
         }
     };
     // NOTE [Prefetching C]: the tile of `C` is read (when accumulating) and written after the
@@ -90,10 +103,8 @@ unsafe fn block<const R: usize, const V: usize>(t: Tile) {
     // streaming panel of `B` takes to push them out of L1).
     let ahead = kc.min(C_AHEAD);
     for _ in 0..kc - ahead {
-        step(a, b);
-        // Wrapping: after the last step these point one step past the panels and are not read.
-        a = a.wrapping_add(aks);
-        b = b.wrapping_add(NR);
+        step(&mut a_rows, b);
+        b = b.wrapping_add(bks);
     }
     for i in 0..rows {
         let p = c.wrapping_add(i * ldc);
@@ -106,9 +117,8 @@ unsafe fn block<const R: usize, const V: usize>(t: Tile) {
         }
     }
     for _ in 0..ahead {
-        step(a, b);
-        a = a.wrapping_add(aks);
-        b = b.wrapping_add(NR);
+        step(&mut a_rows, b);
+        b = b.wrapping_add(bks);
     }
     let lanes = |n: usize| -> __mmask16 {
         if n >= 16 {

@@ -23,9 +23,8 @@
 
 use std::arch::x86_64::*;
 
-use rayon::prelude::*;
-
-use super::{lines, BUFFERS};
+use super::tiles::{next, Range};
+use super::{lines, team, BUFFERS};
 use crate::ops::linalg::{Band, Problem};
 
 /// Rows of `C` per micro-kernel call.
@@ -57,31 +56,67 @@ pub(crate) unsafe fn sgemm(p: Problem<f32>) {
         }
         return;
     }
-    let threads = crate::parallel::threads();
+    // SAFETY: the caller's contract.
+    unsafe { sgemm_threads(p, crate::parallel::threads(), PAR_MIN_WORK) }
+}
+
+/// The multiply on up to `threads` members of the GEMM team when it has `min_work` multiply-adds
+/// or more (tests force the team on small shapes through this), else on this thread.
+///
+/// # Safety
+/// As for `sgemm`, with `m`, `n` and `k` nonzero.
+unsafe fn sgemm_threads(p: Problem<f32>, threads: usize, min_work: usize) {
+    let Problem { m, k, n, .. } = p;
     let (row_panels, col_panels) = (m.div_ceil(MR), n.div_ceil(NR));
-    if threads < 2 || m * n * k < PAR_MIN_WORK || row_panels.max(col_panels) < 2 {
-        // SAFETY: the caller's contract is `serial`'s.
-        unsafe { serial(p) };
-        return;
-    }
-    // Columns first: a column band packs only its own part of `B` (the large, reused operand),
-    // while `A`'s panels are converted per block either way.
-    let by_cols = col_panels >= threads || col_panels >= row_panels;
-    let (panels, width, len) = if by_cols { (col_panels, NR, n) } else { (row_panels, MR, m) };
-    let parts = threads.min(panels);
-    let per = panels.div_ceil(parts) * width;
-    let whole = Band(p);
-    crate::parallel::install(|| {
-        (0..parts).into_par_iter().for_each(|t| {
-            let start = t * per;
-            if start < len {
-                let size = per.min(len - start);
-                let band = if by_cols { whole.cols(start, size) } else { whole.rows(start, size) };
-                // SAFETY: the CPU features are the caller's precondition; each band is a sub-block of
-                // the caller's valid operands, and bands are disjoint ranges of rows or columns of `C`.
-                unsafe { serial(band.0) }
+    // As for float32: a caller on a rayon worker, or one that finds the team busy, runs serially
+    // (NOTE [Why a team and not rayon]).
+    let alone = threads < 2 || m * n * k < min_work || row_panels.max(col_panels) < 2;
+    if !alone && rayon::current_thread_index().is_none() {
+        if let Some(mut team) = team::try_acquire() {
+            let members = team.members(threads);
+            if members >= 2 {
+                // SAFETY: the caller's contract; `team` is held and fields `members`.
+                unsafe { on_team(p, &mut team, members) };
+                return;
             }
-        })
+        }
+    }
+    // SAFETY: the caller's contract is `serial`'s.
+    unsafe { serial(p) }
+}
+
+// NOTE [bf16 bands on the team]: the bfloat16 multiply splits `C` into bands, columns first (a
+// column band packs only its own part of `B`, the large, reused operand, while `A`'s panels are
+// packed per block either way), each computed by `serial` as a product of its own. The bands are
+// units claimed by the GEMM team's members (NOTE [Claimed tiles]: own range from the front, others'
+// from the back), so a helper that is parked or descheduled delays nothing and the product never
+// waits in rayon's queue or wakes its pool. A column band is at most `NC` columns (on a large
+// product the members then balance over several bands); narrower bands would repack `A` once
+// more each. Every value of `C` is summed as by one thread: a band starts on a panel boundary and
+// runs the same `KC` steps through the same kernel.
+
+/// `C = A · B` by the members of `team`, in bands (NOTE [bf16 bands on the team]).
+///
+/// # Safety
+/// As for `sgemm_threads`, with `members` at most what `team.members` returned.
+unsafe fn on_team(p: Problem<f32>, team: &mut team::Guard, members: usize) {
+    let (row_panels, col_panels) = (p.m.div_ceil(MR), p.n.div_ceil(NR));
+    let by_cols = col_panels >= members || col_panels >= row_panels;
+    let (panels, width, len) = if by_cols { (col_panels, NR, p.n) } else { (row_panels, MR, p.m) };
+    let share = panels.div_ceil(members);
+    let unit = if by_cols { share.min(NC / NR) } else { share } * width;
+    let ranges = Range::split(len.div_ceil(unit), members);
+    let whole = Band(p);
+    team.run(members, true, &|id| {
+        let mut victim = id;
+        while let Some(u) = next(&ranges, id, &mut victim) {
+            let (start, size) = (u * unit, unit.min(len - u * unit));
+            let band = if by_cols { whole.cols(start, size) } else { whole.rows(start, size) };
+            // SAFETY: the CPU features are the caller's precondition; each band is a sub-block of
+            // the caller's valid operands, and each unit (a range of rows or columns of `C`) is
+            // claimed by one member only.
+            unsafe { serial(band.0) }
+        }
     });
 }
 
@@ -505,6 +540,87 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// Operands of an `m×k·k×n` product (transposed storage when `ta`/`tb`) and `C`'s bits after
+    /// `run` computes it (`C` with row stride `n + 3`, NaN-filled).
+    fn product_bits(m: usize, k: usize, n: usize, ta: bool, tb: bool, run: impl Fn(Problem<f32>)) -> Vec<u32> {
+        let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 23) as f32 / 11.3 - 1.0).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| ((i * 104_729) % 19) as f32 / 9.7 - 1.0).collect();
+        let (rsa, csa) = if ta { (1, m as isize) } else { (k as isize, 1) };
+        let (rsb, csb) = if tb { (1, k as isize) } else { (n as isize, 1) };
+        let ldc = n + 3;
+        let mut c = vec![f32::NAN; m * ldc];
+        run(Problem { m, k, n, a: a.as_ptr(), rsa, csa, b: b.as_ptr(), rsb, csb, c: c.as_mut_ptr(), ldc });
+        c.iter().map(|x| x.to_bits()).collect()
+    }
+
+    /// Bands on the team (1–3 members, forced on small shapes; column bands, row bands, several
+    /// bands per member) give the bits of one thread, which `matches_the_product_of_rounded_operands`
+    /// ties to the rounded operands' product.
+    #[test]
+    fn team_bands_match_serial_bits() {
+        if !have() {
+            return;
+        }
+        let shapes = [(13, 5, 33), (64, 1000, 100), (100, 40, 20), (7, 1025, 1100), (30, 3, 1600), (260, 70, 40)];
+        for &(m, k, n) in &shapes {
+            for (ta, tb) in [(false, false), (true, false), (false, true)] {
+                // SAFETY: the features were detected; `product_bits` passes valid operands.
+                let want = product_bits(m, k, n, ta, tb, |p| unsafe { serial(p) });
+                for threads in 1..=3 {
+                    // SAFETY: as above.
+                    let got = product_bits(m, k, n, ta, tb, |p| unsafe { sgemm_threads(p, threads, 0) });
+                    assert!(got == want, "{m}x{k}x{n} ta={ta} tb={tb} threads={threads}: bits differ from serial");
+                }
+            }
+        }
+    }
+
+    /// bfloat16 products from many threads and from inside rayon's pool, beside float32 ones, all
+    /// finish (the team is taken by one product at a time; the others, and those on rayon's
+    /// workers, run serially) with one thread's bits. A watchdog turns a hang into a failure.
+    #[test]
+    fn concurrent_bf16_products_do_not_deadlock() {
+        use rayon::prelude::*;
+        if !have() {
+            return;
+        }
+        let shapes = [(64, 300, 100), (100, 64, 1030), (300, 90, 20)];
+        // SAFETY: the features were detected; `product_bits` passes valid operands.
+        let wants: Vec<Vec<u32>> =
+            shapes.iter().map(|&(m, k, n)| product_bits(m, k, n, false, false, |p| unsafe { serial(p) })).collect();
+        let run_one = move |i: usize, wants: &[Vec<u32>]| {
+            let (m, k, n) = shapes[i % shapes.len()];
+            let got = product_bits(m, k, n, false, false, |p| {
+                if i % 3 == 2 {
+                    // A float32 product takes the team too.
+                    // SAFETY: AVX-512F comes with AVX512_BF16; `C` is only compared for bf16 runs.
+                    unsafe { super::super::sgemm_threads(p, 2, 0) };
+                } else {
+                    // SAFETY: the features were detected.
+                    unsafe { sgemm_threads(p, 2 + i % 2, 0) };
+                }
+            });
+            i % 3 == 2 || got == wants[i % shapes.len()]
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let wants = std::sync::Arc::new(wants);
+            let handles: Vec<_> = (0..6)
+                .map(|t| {
+                    let wants = wants.clone();
+                    std::thread::spawn(move || (0..30).all(|i| run_one(t + i, &wants)))
+                })
+                .collect();
+            let in_pool = (0..48).into_par_iter().all(|i| run_one(i, &wants));
+            let outside = handles.into_iter().all(|h| h.join().unwrap_or(false));
+            let _ = tx.send(in_pool && outside);
+        });
+        match rx.recv_timeout(std::time::Duration::from_secs(120)) {
+            Ok(ok) => assert!(ok, "a concurrent bf16 product gave different bits"),
+            Err(_) => panic!("concurrent bf16 products did not finish in 120 s: deadlock"),
         }
     }
 }

@@ -229,8 +229,8 @@ unsafe fn sgemm_team(p: Problem<f32>, threads: usize, min_work: usize, claimed: 
 }
 
 /// Rows `ir..ir + rows` and columns `pc..pc + kc` of `A` as the kernel reads them, with their (row,
-/// column) strides: in place when `direct` (row-major `A`) and the panel is whole, else packed into
-/// `ap` (the per-panel choice of `shared` and of `tiles`).
+/// column) strides: in place when `direct` (row-major `A`) and the panel has 4, 8 or 12 rows, else
+/// packed into `ap` (the per-panel choice of `shared` and of `tiles`).
 ///
 /// # Safety
 /// The rows and columns lie in `A`; `ap` holds one `KC × MR` panel; the CPU supports AVX-512F.
@@ -245,7 +245,9 @@ unsafe fn a_panel(
     ap: &mut [f32],
 ) -> (*const f32, (usize, usize)) {
     let a_rows = p.a.wrapping_offset(ir as isize * p.rsa + pc as isize * p.csa);
-    if direct && rows == MR {
+    // A partial panel of 4 or 8 rows is read in place too: the kernel's instance for it reads no
+    // other rows (`avx512::kernel`), so only a panel of 1-3, 5-7 or 9-11 rows needs zero padding.
+    if direct && rows.is_multiple_of(4) {
         return (a_rows, (p.rsa as usize, 1));
     }
     // SAFETY: the caller's contract.
@@ -425,6 +427,7 @@ unsafe fn member(job: Shared, id: usize, members: usize, split_rows: bool, barri
                             ars: strides.0,
                             aks: strides.1,
                             b: bp.wrapping_add(first + jr * kc).cast_const(),
+                            bks: NR,
                             c: p.c.wrapping_add(ir * p.ldc + jc + jr),
                             ldc: p.ldc,
                             rows,
@@ -561,6 +564,7 @@ unsafe fn serial(p: Problem<f32>) {
                                 ars: strides.0,
                                 aks: strides.1,
                                 b: bp.as_ptr().wrapping_add(jr * kc),
+                                bks: NR,
                                 c: p.c.wrapping_add((ic + ir) * p.ldc + jc + jr),
                                 ldc: p.ldc,
                                 rows,
@@ -686,6 +690,8 @@ mod tests {
             (61, 384, 1100),
             (100, 385, 600),
             (30, 17, 1537),
+            (20, 70, 45),
+            (96, 33, 64),
         ];
         for &(m, k, n) in &shapes {
             for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {

@@ -16,6 +16,10 @@ const CACHE_MAX: usize = 1 << 18;
 /// Units per member the rows are cut into, so that a member that comes late (or is descheduled)
 /// leaves little for the others to wait for.
 const UNITS_PER_MEMBER: usize = 8;
+/// Up to this many rows of `C`, a row-major `B` is read in place instead of packed (NOTE [Claimed
+/// tiles]): each value of `B` then serves few rows, and packing it cost as much as a fifth of the
+/// product.
+const IN_PLACE_B_MAX_M: usize = 96;
 
 // NOTE [Claimed tiles]: in a loop of small products with Python between them (W1, W6's forward),
 // a static split of `C` made two threads slower than one (W1 0.200 -> 0.274 ms/step; MM256 in
@@ -34,6 +38,20 @@ const UNITS_PER_MEMBER: usize = 8;
 // done twice); otherwise there is one (every member packs all of `B`, which is then the smaller
 // operand). Every value of `C` is summed as in `serial` (the same `KC` steps, the same kernel):
 // bit-for-bit the one-thread result.
+//
+// A short `C` (`IN_PLACE_B_MAX_M` rows) with a row-major `B` reads `B` in place: the kernel takes
+// `B`'s row stride as its step (`Tile::bks`), and only a partial last panel (its rows would run
+// past `n`) is packed, once per member, and a member that steals a unit of another group packs
+// nothing. (Every column panel a group of its own, for finer units, was slower: 64×1000×100 in
+// 0.033 ms against 0.031, each unit's panel of `A` then read from L2 once per column panel.)
+// W1's 64×1000×100, profiled on main (`perf`, 2026-11-24):
+// the kernel 77% of both threads' samples, packing `B` 9% (each member packed its 64 columns for
+// all 1000 steps to serve 64 rows), packing the 4-row edge panel of `A` 3%; and the helper, whose
+// group held the 4-column edge panel, spent as long in that panel's 12×16 block as in its whole
+// 12×32 one: the kernel walked one pointer down an in-place `A`'s rows, a chain of 12 dependent
+// adds per step, so the 12-FMA block took as long as the 24-FMA one (fixed in `avx512.rs`). The
+// panel split then gave the members 128 and 98 cycles per step of `k`, and a member that ran out
+// could only steal a unit by packing the other group's 64 columns.
 
 /// How `C` is cut into units.
 #[derive(Clone, Copy)]
@@ -68,12 +86,23 @@ fn plan(p: &Problem<f32>, members: usize) -> Option<Plan> {
     Some(Plan { group_panels, unit_panels, row_units: row_panels.div_ceil(unit_panels) })
 }
 
+/// Whether the members read `B` in place rather than pack it (`IN_PLACE_B_MAX_M`): a row-major
+/// `B` and a short `C`.
+fn in_place_b(p: &Problem<f32>) -> bool {
+    p.csb == 1 && p.m <= IN_PLACE_B_MAX_M
+}
+
 /// A member's range of units, `front | back << 32`: its owner claims from the front, the others
 /// steal from the back. One cache line each, so claims on different ranges do not contend.
 #[repr(align(64))]
-struct Range(AtomicU64);
+pub(super) struct Range(AtomicU64);
 
 impl Range {
+    /// `units` split into `members` contiguous ranges, one per member.
+    pub(super) fn split(units: usize, members: usize) -> Vec<Range> {
+        (0..members).map(|i| Range::new(units * i / members, units * (i + 1) / members)).collect()
+    }
+
     fn new(front: usize, back: usize) -> Self {
         Range(AtomicU64::new(front as u64 | (back as u64) << 32))
     }
@@ -90,6 +119,25 @@ impl Range {
                 Ok(_) => return Some(unit as usize),
                 Err(now) => v = now,
             }
+        }
+    }
+}
+
+/// The next unit for member `id`: the front of its own range, else the back of another's (starting
+/// from `victim`, which is kept for the next call); `None` when every range is empty.
+pub(super) fn next(ranges: &[Range], id: usize, victim: &mut usize) -> Option<usize> {
+    if let Some(u) = ranges[id].claim(false) {
+        return Some(u);
+    }
+    loop {
+        *victim = (*victim + 1) % ranges.len();
+        if *victim == id {
+            return None;
+        }
+        if let Some(u) = ranges[*victim].claim(true) {
+            // Come back to this victim first next time.
+            *victim = (*victim + ranges.len() - 1) % ranges.len();
+            return Some(u);
         }
     }
 }
@@ -114,8 +162,7 @@ pub(super) unsafe fn run(p: Problem<f32>, team: &mut team::Guard, members: usize
     let Some(plan) = plan(&p, members) else {
         return false;
     };
-    let units = plan.units(p.n);
-    let ranges: Vec<Range> = (0..members).map(|i| Range::new(units * i / members, units * (i + 1) / members)).collect();
+    let ranges = Range::split(plan.units(p.n), members);
     let job = Job { p, plan, ranges: &ranges };
     team.run(members, true, &|id| {
         // SAFETY: AVX-512F and the operands are this function's preconditions.
@@ -134,34 +181,36 @@ unsafe fn member(job: &Job, id: usize) {
     let group_cols = plan.group_panels * NR;
     let kc_max = KC.min(p.k);
     let direct_a = p.csa == 1;
+    let in_place_b = in_place_b(&p);
     BUFFERS.with(|cell| {
         let mut bufs = cell.borrow_mut();
         let (abuf, bbuf) = &mut *bufs;
         let ap: &mut [f32] = lines(abuf, MR * kc_max);
         // Block `pc` of the group's columns starts at `pc × group_cols` (the blocks before it hold
         // `pc` steps of `k` each), its panel `q` `kc × NR` values further on per panel.
-        let bc: &mut [f32] = lines(bbuf, p.k * group_cols);
+        let bc: &mut [f32] = lines(bbuf, p.k * if in_place_b { NR } else { group_cols });
         let mut packed_group = usize::MAX;
+        // With `B` in place, the only panel packed is the last one when it is partial (its rows
+        // run past `n`): `kc × NR` values per block `pc` from `pc × NR`.
+        let edge = p.n - p.n % NR;
+        let mut edge_packed = false;
         let mut victim = id;
         loop {
-            let unit = match ranges[id].claim(false) {
-                Some(u) => u,
-                None => loop {
-                    victim = (victim + 1) % ranges.len();
-                    if victim == id {
-                        return;
-                    }
-                    if let Some(u) = ranges[victim].claim(true) {
-                        // Come back to this victim first next time.
-                        victim = (victim + ranges.len() - 1) % ranges.len();
-                        break u;
-                    }
-                },
+            let Some(unit) = next(ranges, id, &mut victim) else {
+                return;
             };
             let (group, row_unit) = (unit / plan.row_units, unit % plan.row_units);
             let j0 = group * group_cols;
             let cols = group_cols.min(p.n - j0);
-            if group != packed_group {
+            if in_place_b {
+                if !edge_packed && j0 + cols > edge {
+                    let src = p.b.wrapping_add(edge);
+                    // SAFETY: columns `edge..n` (fewer than `NR`) of all `k` rows lie inside `B`;
+                    // `bc` holds `k × NR` values, one packed panel; AVX-512F is the precondition.
+                    unsafe { pack::pack_b(p.k, p.n - edge, src, p.rsb, 1, bc) };
+                    edge_packed = true;
+                }
+            } else if group != packed_group {
                 for pc in (0..p.k).step_by(KC) {
                     let kc = KC.min(p.k - pc);
                     let src = p.b.wrapping_offset(pc as isize * p.rsb + j0 as isize * p.csb);
@@ -183,12 +232,20 @@ unsafe fn member(job: &Job, id: usize) {
                     // `KC × MR` panel; AVX-512F as for this function.
                     let (apanel, strides) = unsafe { a_panel(&p, ir, rows, pc, kc, direct_a, ap) };
                     for jr in (0..cols).step_by(NR) {
+                        let (b, bks) = if !in_place_b {
+                            (block.wrapping_add(jr * kc), NR)
+                        } else if j0 + jr < edge {
+                            (p.b.wrapping_offset(pc as isize * p.rsb).wrapping_add(j0 + jr), p.rsb as usize)
+                        } else {
+                            (bc.as_ptr().wrapping_add(pc * NR), NR)
+                        };
                         let tile = avx512::Tile {
                             kc,
                             a: apanel,
                             ars: strides.0,
                             aks: strides.1,
-                            b: block.wrapping_add(jr * kc),
+                            b,
+                            bks,
                             c: p.c.wrapping_add(ir * p.ldc + j0 + jr),
                             ldc: p.ldc,
                             rows,
@@ -196,8 +253,10 @@ unsafe fn member(job: &Job, id: usize) {
                             accumulate: pc > 0,
                         };
                         // SAFETY: AVX-512F is the precondition; `apanel` is a panel of `kc` steps
-                        // of `A`, `b` a packed `kc × NR` panel of this group's block `pc`, and the
-                        // corner of `C` lies in this unit, which no other member writes.
+                        // of `A`; `b` a packed `kc × NR` panel of this group's block `pc`, or
+                        // `kc` rows of `NR` values of `B` itself (the panel is whole: `j0 + jr +
+                        // NR <= edge <= n`), or the packed edge panel's block `pc`; and the corner
+                        // of `C` lies in this unit, which no other member writes.
                         unsafe { avx512::kernel(tile) };
                     }
                 }
