@@ -510,10 +510,7 @@ mod tests {
         }
         for &(m, k, n) in &[(1, 1, 1), (13, 5, 33), (12, 32, 32), (64, 1000, 100), (7, 1025, 530), (30, 3, 600)] {
             for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
-                let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 23) as f32 / 11.3 - 1.0).collect();
-                let b: Vec<f32> = (0..k * n).map(|i| ((i * 104_729) % 19) as f32 / 9.7 - 1.0).collect();
-                let (rsa, csa) = if ta { (1, m as isize) } else { (k as isize, 1) };
-                let (rsb, csb) = if tb { (1, k as isize) } else { (n as isize, 1) };
+                let (a, b, (rsa, csa), (rsb, csb)) = operands(m, k, n, ta, tb);
                 let ldc = n + 3;
                 let mut c = vec![f32::NAN; m * ldc];
                 let p = Problem { m, k, n, a: a.as_ptr(), rsa, csa, b: b.as_ptr(), rsb, csb, c: c.as_mut_ptr(), ldc };
@@ -543,13 +540,26 @@ mod tests {
         }
     }
 
+    /// The test operands of an `m×k·k×n` product and their (row, column) strides: `A` stored
+    /// transposed when `ta`, `B` when `tb`.
+    fn operands(
+        m: usize,
+        k: usize,
+        n: usize,
+        ta: bool,
+        tb: bool,
+    ) -> (Vec<f32>, Vec<f32>, (isize, isize), (isize, isize)) {
+        let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 23) as f32 / 11.3 - 1.0).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| ((i * 104_729) % 19) as f32 / 9.7 - 1.0).collect();
+        let sa = if ta { (1, m as isize) } else { (k as isize, 1) };
+        let sb = if tb { (1, k as isize) } else { (n as isize, 1) };
+        (a, b, sa, sb)
+    }
+
     /// Operands of an `m×k·k×n` product (transposed storage when `ta`/`tb`) and `C`'s bits after
     /// `run` computes it (`C` with row stride `n + 3`, NaN-filled).
     fn product_bits(m: usize, k: usize, n: usize, ta: bool, tb: bool, run: impl Fn(Problem<f32>)) -> Vec<u32> {
-        let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 23) as f32 / 11.3 - 1.0).collect();
-        let b: Vec<f32> = (0..k * n).map(|i| ((i * 104_729) % 19) as f32 / 9.7 - 1.0).collect();
-        let (rsa, csa) = if ta { (1, m as isize) } else { (k as isize, 1) };
-        let (rsb, csb) = if tb { (1, k as isize) } else { (n as isize, 1) };
+        let (a, b, (rsa, csa), (rsb, csb)) = operands(m, k, n, ta, tb);
         let ldc = n + 3;
         let mut c = vec![f32::NAN; m * ldc];
         run(Problem { m, k, n, a: a.as_ptr(), rsa, csa, b: b.as_ptr(), rsb, csb, c: c.as_mut_ptr(), ldc });
