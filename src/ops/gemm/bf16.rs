@@ -540,15 +540,12 @@ mod tests {
         }
     }
 
+    /// A matrix's (row, column) strides in elements.
+    type Strides = (isize, isize);
+
     /// The test operands of an `m×k·k×n` product and their (row, column) strides: `A` stored
     /// transposed when `ta`, `B` when `tb`.
-    fn operands(
-        m: usize,
-        k: usize,
-        n: usize,
-        ta: bool,
-        tb: bool,
-    ) -> (Vec<f32>, Vec<f32>, (isize, isize), (isize, isize)) {
+    fn operands(m: usize, k: usize, n: usize, ta: bool, tb: bool) -> (Vec<f32>, Vec<f32>, Strides, Strides) {
         let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 23) as f32 / 11.3 - 1.0).collect();
         let b: Vec<f32> = (0..k * n).map(|i| ((i * 104_729) % 19) as f32 / 9.7 - 1.0).collect();
         let sa = if ta { (1, m as isize) } else { (k as isize, 1) };
