@@ -729,10 +729,7 @@ impl GraphTask {
     /// hook could read). Its only effect is then on the gradient buffers of nodes that have not run.
     fn unobservable(&self, nid: NodeId) -> bool {
         let node = &self.graph[&nid].node;
-        use super::hooks::{HAS_NODE_POST_HOOKS, HAS_NODE_PRE_HOOKS, HAS_TENSOR_HOOKS};
-        node.formula().accumulates_into().is_none()
-            && (!node.may_have_hooks(HAS_TENSOR_HOOKS) || node.pre_hooks.lock().is_empty())
-            && (!node.may_have_hooks(HAS_NODE_PRE_HOOKS | HAS_NODE_POST_HOOKS) || node.node_hooks.lock().is_empty())
+        node.formula().accumulates_into().is_none() && !node.has_hooks()
     }
 
     /// Whether a ready node that is not a parallel candidate may run before the candidates already

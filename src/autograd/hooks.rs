@@ -139,6 +139,13 @@ impl Node {
     pub(crate) fn may_have_hooks(&self, flags: u8) -> bool {
         self.hook_flags.load(Ordering::Acquire) & flags != 0
     }
+
+    /// Whether any hook is registered on the node or on its outputs' gradients (the flags first,
+    /// the locks only when a flag is set: NOTE [Hook flags]).
+    pub(crate) fn has_hooks(&self) -> bool {
+        (self.may_have_hooks(HAS_TENSOR_HOOKS) && !self.pre_hooks.lock().is_empty())
+            || (self.may_have_hooks(HAS_NODE_PRE_HOOKS | HAS_NODE_POST_HOOKS) && !self.node_hooks.lock().is_empty())
+    }
 }
 
 fn node_hooks(node: &Node, pre: bool) -> Vec<Arc<dyn NodeHookFn>> {

@@ -136,11 +136,7 @@ fn rows_between(
     let must_run = leading_to(&nodes, &is_target);
     for (nid, node) in &nodes {
         let involved = must_run.contains(nid) || is_target.contains(nid);
-        if involved
-            && (!node.pre_hooks.lock().is_empty()
-                || !node.node_hooks.lock().is_empty()
-                || (create_graph && !node.formula().differentiable_twice()))
-        {
+        if involved && (node.has_hooks() || (create_graph && !node.formula().differentiable_twice())) {
             return Ok(None);
         }
     }
