@@ -382,7 +382,7 @@ impl SingleOutput for ScalarBackward {
             // Nothing to record (the usual backward): the kernel alone, which `mul_scalar` would run
             // after its dtype and recording checks (a float gradient times a Python float keeps its
             // dtype), so the values are the same.
-            ScalarOp::Mul | ScalarOp::Div if g.dtype().is_float() && !records(&g) => {
+            ScalarOp::Mul | ScalarOp::Div if g.dtype().is_float() && !super::records(&g) => {
                 self.op.kernel(&g, Scalar::Float(s))?
             }
             ScalarOp::Mul => g.mul_scalar(s)?,
@@ -414,11 +414,6 @@ impl SingleOutput for ScalarBackward {
         out.resize(slots, None);
         Ok(out)
     }
-}
-
-/// Whether an operation on `t` would be recorded, in either mode.
-fn records(t: &Tensor) -> bool {
-    (crate::autograd::is_grad_enabled() && t.requires_grad()) || t.has_visible_tangent()
 }
 
 impl Tensor {

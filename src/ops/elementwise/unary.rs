@@ -663,8 +663,7 @@ fn fused_backward(
     f32f: impl Fn(f32, f32) -> f32 + Sync + Send,
     f64f: impl Fn(f64, f64) -> f64 + Sync + Send,
 ) -> Option<Result<Tensor>> {
-    let recorded = |t: &Tensor| (crate::autograd::is_grad_enabled() && t.requires_grad()) || t.has_visible_tangent();
-    if g.shape() != v.shape() || g.dtype() != v.dtype() || recorded(g) || recorded(v) {
+    if g.shape() != v.shape() || g.dtype() != v.dtype() || super::records(g) || super::records(v) {
         return None;
     }
     match g.dtype() {
