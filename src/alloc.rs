@@ -301,7 +301,7 @@ fn start_sweeper() {
     if SWEEPER.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire).is_err() {
         return;
     }
-    register_fork_handlers();
+    crate::at_fork::register();
     let spawned = std::thread::Builder::new().name("tapegrad-alloc-sweep".into()).spawn(|| loop {
         std::thread::sleep(SWEEP);
         sweep();
@@ -311,43 +311,27 @@ fn start_sweeper() {
     SWEEPER.store(if spawned.is_ok() { 2 } else { 0 }, Ordering::Release);
 }
 
-// NOTE [The allocator across fork]: a fork copies memory, not threads. Were another thread inside
-// the short locked section at that moment, the child's copy of the mutex would stay locked forever
-// and its first large allocation would hang; and the child has no sweeper. So the prepare handler
-// takes the lock (the forking thread holds it across the fork, no other can), both sides release
-// it, and the child forgets its sweeper so that its next large block starts one of its own. (The
-// child's cached blocks are its copies of the parent's, its own to reuse or unmap.)
+// The allocator across fork (NOTE [Locks across fork] in `at_fork.rs`): the forking thread holds
+// the cache's lock across the fork, and the child forgets its parent's sweeper so that its next
+// large block starts one of its own. (The child's cached blocks are its copies of the parent's,
+// its own to reuse or unmap.)
 thread_local! {
     /// The lock held by this thread across a fork.
     static HELD_ACROSS_FORK: std::cell::RefCell<Option<std::sync::MutexGuard<'static, State>>> =
         const { std::cell::RefCell::new(None) };
 }
 
-#[cfg(unix)]
-fn register_fork_handlers() {
-    extern "C" fn prepare() {
-        let guard = state();
-        HELD_ACROSS_FORK.with(|h| *h.borrow_mut() = Some(guard));
-    }
-    extern "C" fn parent() {
-        HELD_ACROSS_FORK.with(|h| h.borrow_mut().take());
-    }
-    extern "C" fn child() {
-        HELD_ACROSS_FORK.with(|h| h.borrow_mut().take());
-        SWEEPER.store(0, Ordering::Release);
-    }
-    // Once per process, a forked child included (it inherits the parent's handlers): a second
-    // `prepare` would wait for the lock the first one holds.
-    static REGISTERED: std::sync::Once = std::sync::Once::new();
-    REGISTERED.call_once(|| {
-        // SAFETY: three handlers with the C ABI and no arguments, as POSIX asks; they touch only
-        // this module's lock and flags.
-        unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
-    });
+pub(crate) fn before_fork() {
+    let guard = state();
+    HELD_ACROSS_FORK.with(|h| *h.borrow_mut() = Some(guard));
 }
 
-#[cfg(not(unix))]
-fn register_fork_handlers() {}
+pub(crate) fn after_fork(child: bool) {
+    HELD_ACROSS_FORK.with(|h| h.borrow_mut().take());
+    if child {
+        SWEEPER.store(0, Ordering::Release);
+    }
+}
 
 /// Unmaps every cached block; returns the bytes given back (NOTE [Large-block cache], rule 4).
 pub fn release_cached() -> usize {

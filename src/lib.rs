@@ -16,6 +16,7 @@
 //! - [`error`]: the one error enum;
 //! - [`parallel`]: the thread pool of the parallel kernels (and how it survives `fork`);
 //! - [`alloc`]: the global allocator (large blocks on huge pages, cached for loops);
+//! - [`at_fork`]: the locks a forked child may need, held across `fork` (NOTE [Locks across fork]);
 //! - [`roof`]: the machine's FMA roof and copy bandwidth, measured (for the benchmarks);
 //! - `python` (feature `python`): the PyO3 bindings.
 
@@ -26,6 +27,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod alloc;
+pub mod at_fork;
 pub mod autograd;
 pub mod error;
 pub mod ops;

@@ -8,17 +8,18 @@
 //! work in a pool it owns:
 //! - built on first use (`RAYON_NUM_THREADS` or the cores available to the process, as rayon's
 //!   default), rebuilt at the size `set_num_threads` asks;
-//! - forgotten in a forked child (a `pthread_atfork` child handler bumps the generation), which
-//!   builds a fresh one on its first parallel call: the parent's pool object is leaked there, since
-//!   dropping it would signal threads that do not exist;
-//! - the lock guarding it is taken by the `pthread_atfork` prepare handler and released on both
-//!   sides, so a fork never copies it held by a thread that does not exist in the child.
+//! - forgotten in a forked child (the child's fork handler bumps the generation), which builds a
+//!   fresh one on its first parallel call: the parent's pool object is leaked there, since dropping
+//!   it would signal threads that do not exist;
+//! - the lock guarding it is held across a fork by the forking thread and released on both sides,
+//!   so a fork never copies it held by a thread that does not exist in the child (NOTE [Locks
+//!   across fork] in `at_fork.rs`).
 //!
 //! Every parallel iterator runs inside [`install`]; code already running on one of the pool's
 //! workers (a nested parallel kernel) stays in that pool.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 
 use parking_lot::RwLock;
 use rayon::{ThreadPool, ThreadPoolBuilder};
@@ -34,7 +35,6 @@ static POOL: RwLock<Option<Pool>> = RwLock::new(None);
 static WANTED: AtomicUsize = AtomicUsize::new(0);
 /// Bumped in every forked child.
 static GENERATION: AtomicUsize = AtomicUsize::new(0);
-static AT_FORK: Once = Once::new();
 
 /// Runs `op` inside the pool, so that the parallel iterators it starts use the pool's threads.
 pub fn install<R: Send>(op: impl FnOnce() -> R + Send) -> R {
@@ -59,6 +59,7 @@ pub fn set_threads(n: usize) -> crate::Result<()> {
     if n == 0 {
         return Err(crate::Error::Value("set_num_threads expects a positive integer".into()));
     }
+    crate::at_fork::register();
     let pool = build(n)?;
     WANTED.store(n, Ordering::Relaxed);
     // The old pool drops outside the lock (its drop only signals its threads to stop).
@@ -79,6 +80,7 @@ fn pool() -> Arc<ThreadPool> {
             return p.pool.clone();
         }
     }
+    crate::at_fork::register();
     let mut slot = POOL.write();
     if let Some(p) = slot.as_ref() {
         if p.generation == generation {
@@ -99,7 +101,6 @@ fn pool() -> Arc<ThreadPool> {
 }
 
 fn build(n: usize) -> crate::Result<Arc<ThreadPool>> {
-    register_fork_handlers();
     ThreadPoolBuilder::new()
         .num_threads(n)
         .thread_name(|i| format!("tapegrad-{i}"))
@@ -108,34 +109,17 @@ fn build(n: usize) -> crate::Result<Arc<ThreadPool>> {
         .map_err(|e| crate::Error::OutOfMemory(format!("could not start the thread pool: {e}")))
 }
 
-#[cfg(unix)]
-fn register_fork_handlers() {
-    extern "C" fn prepare() {
-        // Held across the fork, released on both sides (see the NOTE).
-        std::mem::forget(POOL.write());
-    }
-    extern "C" fn parent() {
-        // SAFETY: `prepare` took the write lock on this thread and forgot its guard.
-        unsafe { POOL.force_unlock_write() };
-    }
-    extern "C" fn child() {
-        // SAFETY: as in `parent`: the forking thread, the only one in the child, holds the lock.
-        unsafe { POOL.force_unlock_write() };
-        GENERATION.fetch_add(1, Ordering::Relaxed);
-    }
-    extern "C" {
-        fn pthread_atfork(
-            prepare: Option<extern "C" fn()>,
-            parent: Option<extern "C" fn()>,
-            child: Option<extern "C" fn()>,
-        ) -> std::os::raw::c_int;
-    }
-    AT_FORK.call_once(|| {
-        // SAFETY: three handlers with the C ABI and no arguments, as POSIX asks; they touch only
-        // this module's statics.
-        unsafe { pthread_atfork(Some(prepare), Some(parent), Some(child)) };
-    });
+/// Takes the slot's lock for a fork (NOTE [Locks across fork] in `at_fork.rs`).
+pub(crate) fn before_fork() {
+    std::mem::forget(POOL.write());
 }
 
-#[cfg(not(unix))]
-fn register_fork_handlers() {}
+/// Releases the lock `before_fork` took; a child also forgets the parent's pool.
+pub(crate) fn after_fork(child: bool) {
+    // SAFETY: `before_fork` took the write lock on this thread and forgot its guard (in a child, this
+    // thread is the only one).
+    unsafe { POOL.force_unlock_write() };
+    if child {
+        GENERATION.fetch_add(1, Ordering::Relaxed);
+    }
+}

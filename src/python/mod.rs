@@ -42,6 +42,8 @@ use pyo3::prelude::*;
 /// The private native module `tapegrad._tapegrad`; `python/tapegrad/__init__.py` re-exports it.
 #[pymodule]
 fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Before any thread of ours exists (NOTE [Locks across fork]).
+    crate::at_fork::register();
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<convert::PyDType>()?;
     m.add_class::<convert::PyDevice>()?;

@@ -14,7 +14,24 @@ use crate::error::{Error, Result};
 
 fn generator() -> &'static Mutex<StdRng> {
     static GEN: OnceLock<Mutex<StdRng>> = OnceLock::new();
-    GEN.get_or_init(|| Mutex::new(StdRng::seed_from_u64(0x7a9e_5eed)))
+    GEN.get_or_init(|| {
+        crate::at_fork::register();
+        Mutex::new(StdRng::seed_from_u64(0x7a9e_5eed))
+    })
+}
+
+/// Takes the generator's lock for a fork (NOTE [Locks across fork] in `at_fork.rs`): a child
+/// forked while another thread samples would otherwise find it held forever. The child keeps the
+/// parent's state, as PyTorch's generator does (a worker that wants other samples reseeds).
+pub(crate) fn before_fork() {
+    std::mem::forget(generator().lock());
+}
+
+/// Releases the lock `before_fork` took.
+pub(crate) fn after_fork() {
+    // SAFETY: `before_fork` took the lock on this thread and forgot its guard (in a child, this
+    // thread is the only one).
+    unsafe { generator().force_unlock() };
 }
 
 /// Reseeds the generator.
