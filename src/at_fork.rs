@@ -14,6 +14,12 @@
 //!   built on the first parallel call) and the allocator's sweeper (restarted with the next large
 //!   block).
 //!
+//! Not covered: the locks of tensors and of gradient accumulation (`autograd/accumulate.rs`). A child
+//! that uses a tensor another thread of the parent was writing, or running backward into, at the
+//! moment of the fork may wait for it forever; such a tensor's contents would be half-written in the
+//! child anyway. (The GEMM team's lock is only ever tried: a child forked while it was held runs
+//! its products on one thread.)
+//!
 //! The handlers are registered when the extension module is imported, before any thread of ours
 //! exists. Registering them lazily (as first written, from the first large block and the first
 //! parallel call) left a window: glibc 2.36 releases its handler-list lock while it runs each
