@@ -71,6 +71,13 @@ def test_set_num_threads_takes_numpy_integers(restore_threads):
     assert tg.get_num_threads() == 1
 
 
+def printed_by(code):
+    """Runs `code` in a fresh interpreter (a hang fails at the timeout) and returns what it printed."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
 FORK_CHILD = textwrap.dedent(
     """
     import os, sys
@@ -111,32 +118,30 @@ FORK_CHILD = textwrap.dedent(
 def test_parallel_work_in_a_forked_child_finishes(threads):
     setup = "" if threads is None else f"tg.set_num_threads({threads})"
     expect = "tg.get_num_threads()" if threads is None else str(threads)
-    code = FORK_CHILD.format(setup=setup, threads=expect)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "0", f"the child exited with {out.stdout.strip()}"
+    assert printed_by(FORK_CHILD.format(setup=setup, threads=expect)) == "0", "the child failed"
 
 
-FORK_WHILE_ALLOCATING = textwrap.dedent(
+# Another thread keeps a tapegrad lock busy while the main thread forks `forks` children; each child
+# exits 0 when its own work (`child_ok`, an expression) gave the right answer.
+FORK_WHILE_BUSY = textwrap.dedent(
     """
     import os, threading
     import tapegrad as tg
     stop = False
+    started = threading.Event()
 
-    def churn():
-        # large blocks (4 MB) freed and requested again: the allocator's cache and its lock are busy
-        while not stop:
-            for _ in range(4):
-                tg.zeros(1 << 20).add_(1.0)
+    def busy():
+        started.set()
+        {busy}
 
-    t = threading.Thread(target=churn)
+    t = threading.Thread(target=busy)
     t.start()
+    started.wait()
     codes = []
-    for _ in range(20):
+    for _ in range({forks}):
         pid = os.fork()
         if pid == 0:
-            total = sum(float(tg.ones(1 << 20).sum()) for _ in range(5))
-            os._exit(0 if total == 5 * (1 << 20) else 3)
+            os._exit(0 if {child_ok} else 3)
         codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
     stop = True
     t.join()
@@ -145,50 +150,23 @@ FORK_WHILE_ALLOCATING = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
-def test_large_allocations_in_a_child_forked_while_another_thread_allocates():
-    # src/at_fork.rs, NOTE [Locks across fork]: the cache's lock is never copied held. Its handlers
-    # were once registered at the first large block, which raced with a fork made meanwhile (a hang in
-    # about one run in a hundred); they are now registered at import.
-    out = subprocess.run([sys.executable, "-c", FORK_WHILE_ALLOCATING], capture_output=True, text=True,
-                         timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == str([0] * 20)
-
-
-FORK_WHILE_SAMPLING = textwrap.dedent(
-    """
-    import os, threading
-    import tapegrad as tg
-    started = threading.Event()
-
-    def sample():
-        # a long randn holds the generator's lock while it samples
-        started.set()
-        for _ in range(3):
-            tg.randn(1 << 22)
-
-    t = threading.Thread(target=sample)
-    t.start()
-    started.wait()
-    codes = []
-    for _ in range(5):
-        pid = os.fork()
-        if pid == 0:
-            x = tg.randn(1 << 16).numpy()
-            os._exit(0 if abs(float(x.mean())) < 0.05 and 0.9 < float(x.std()) < 1.1 else 3)
-        codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
-    t.join()
-    print(codes)
-    """
-)
+# src/at_fork.rs, NOTE [Locks across fork]: a lock another thread holds at the fork is waited for,
+# never copied held (the child would wait for it forever).
+# - The allocator cache's lock, busy with 4 MB blocks freed and requested again. Its handlers were once
+#   registered at the first large block, which raced with a fork made meanwhile (a hang in about one
+#   run in a hundred); they are now registered at import.
+# - The random generator's lock, held throughout a long randn (the child always hung).
+FORKED_WHILE_BUSY = {
+    "allocating": ("while not stop: tg.zeros(1 << 20).add_(1.0)", 20,
+                   "sum(float(tg.ones(1 << 20).sum()) for _ in range(5)) == 5 * (1 << 20)"),
+    "sampling": ("for _ in range(3): tg.randn(1 << 22)", 5,
+                 "abs(float(tg.randn(1 << 16).numpy().mean())) < 0.05"),
+}
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
-def test_sampling_in_a_child_forked_while_another_thread_samples():
-    # src/at_fork.rs, NOTE [Locks across fork]: the random generator's lock, held by a thread that
-    # samples, is waited for by the fork instead of being copied held (the child used to hang).
-    out = subprocess.run([sys.executable, "-c", FORK_WHILE_SAMPLING], capture_output=True, text=True,
-                         timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == str([0] * 5)
+@pytest.mark.parametrize("case", list(FORKED_WHILE_BUSY))
+def test_a_child_forked_while_another_thread_holds_a_lock_finishes(case):
+    busy, forks, child_ok = FORKED_WHILE_BUSY[case]
+    code = FORK_WHILE_BUSY.format(busy=busy, forks=forks, child_ok=child_ok)
+    assert printed_by(code) == str([0] * forks)
