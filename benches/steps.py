@@ -8,6 +8,7 @@ slowest steps with those figures and the correlation of step time with the other
 
     python benches/steps.py W4 --steps 200
     python benches/steps.py W4 --steps 40 --pause 0.7   # a pause before each step (allocator sweeps)
+    python benches/steps.py W4 --warmup 30 --steps 8 --pause 1.5   # a long loop's pauses
 
 Session 8 (bench20), 2-core Zen 5 VM shared with other jobs: W4's slow steps (1.15x the median and
 more) came with the other processes' CPU time (correlation 0.84 over 200 steps at load 3), not with
@@ -50,13 +51,14 @@ def main():
     parser.add_argument("workload", choices=["W4", "W6", "W8"])
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--pause", type=float, default=0.0, help="seconds to sleep before each step")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed steps first (without pauses)")
     parser.add_argument("--marks", help="write each step's CLOCK_MONOTONIC start, end and figures to this JSON "
                                         "file (to split a `perf record -k CLOCK_MONOTONIC` profile by step: "
                                         "benches/perf_steps.py)")
     args = parser.parse_args()
     run = {"W4": w4_make, "W6": w6_make, "W8": w8_make}[args.workload](tg)()
-    run()
-    run()
+    for _ in range(args.warmup):
+        run()
     rows, marks = [], []
     for _ in range(args.steps):
         if args.pause:
