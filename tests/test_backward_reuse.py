@@ -1,8 +1,7 @@
 """W4's backward outside the products (issue 19): an element-wise backward writes over a gradient
-nobody else holds (NOTE [A gradient nobody else holds]), and a large product's two gradients run
-side by side (NOTE [Two products side by side]). Values against NumPy in float64; a gradient that
-someone else can still read (a hook's copy, a NumPy array's memory, a retained gradient) must keep
-its values."""
+nobody else holds (NOTE [A gradient nobody else holds]). Values against NumPy in float64; a gradient
+that someone else can still read (a hook's copy, a NumPy array's memory, a retained gradient) must
+keep its values; the products' gradients (both operands, a transposed one, second order) as before."""
 
 import numpy as np
 import pytest
@@ -28,7 +27,7 @@ def mlp_grads_np(x, ws, y):
     return grads
 
 
-@pytest.mark.parametrize("sizes", [(64, 96, 80, 32), (256, 512, 512, 256)])  # products below and above the side-by-side size
+@pytest.mark.parametrize("sizes", [(64, 96, 80, 32), (256, 512, 512, 256)])
 def test_mlp_weight_gradients_match_numpy(sizes):
     rng = np.random.default_rng(1)
     batch = sizes[0]
@@ -47,8 +46,8 @@ def test_mlp_weight_gradients_match_numpy(sizes):
 
 
 def test_both_gradients_of_a_large_product_and_a_transposed_operand():
-    # 256 x 512 x 384: 50M multiply-adds, above the side-by-side size; b as a transposed view
-    # (nn.Linear's layout), so its gradient is computed transposed.
+    # 256 x 512 x 384, b as a transposed view (nn.Linear's layout): its gradient is computed
+    # transposed and reaches .grad contiguous.
     rng = np.random.default_rng(2)
     a_np, bt_np, g_np = rng.standard_normal((256, 512)), rng.standard_normal((384, 512)), rng.standard_normal((256, 384))
     a = tg.tensor(a_np.astype(np.float32), requires_grad=True)
@@ -60,7 +59,7 @@ def test_both_gradients_of_a_large_product_and_a_transposed_operand():
 
 
 def test_second_order_through_a_large_product_still_records():
-    # create_graph: the products are recorded (not run side by side). With loss = sum((a b)^2) / 2,
+    # create_graph: the products and the fused passes are recorded. With loss = sum((a b)^2) / 2,
     # g_a = (a b) b^T and sum(g_a * a) = sum((a b)^2), whose gradient in a is 2 (a b) b^T.
     rng = np.random.default_rng(3)
     a_np, b_np = rng.standard_normal((256, 256)), rng.standard_normal((256, 256))
