@@ -549,6 +549,16 @@ def minor_faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
+# NOTE [Warm-up of a training loop]: W4, W6 and W8 are training steps, and their targets are about a
+# loop's steady state. tapegrad's large-block cache keeps a size only once it has recurred twice
+# (NOTE [Large-block cache] in src/alloc.rs, rule 1), so a loop's first three steps map fresh memory;
+# with one warm-up round the first two timed rounds of a child paid that (W4: 179 and 178 ms, then
+# 79-84; session 9), and with each child timing only half of `--repeats` rounds, up to half of the
+# rounds were such steps and the median read 88-92 ms against steps.py's 77-84. Three warm-up rounds,
+# for every implementation alike, time the steady state.
+WARMUP = {"W4": 3, "W6": 3, "W8": 3}
+
+
 def run_one(name, repeats, settle=0.0, only=None):
     """Child process: alternate the implementations of one workload (or run `only` that one) and print JSON.
 
@@ -564,8 +574,9 @@ def run_one(name, repeats, settle=0.0, only=None):
     impls = {k: f() for k, f in workloads()[name].items() if f is not None and only in (None, k)}
     times = {k: [] for k in impls}
     extra = {k: {} for k in impls}
-    for run in impls.values():  # warm-up
-        run()
+    for run in impls.values():  # warm-up (NOTE [Warm-up of a training loop])
+        for _ in range(WARMUP.get(name, 1)):
+            run()
     for _ in range(repeats):
         for k, run in impls.items():
             if settle:

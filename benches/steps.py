@@ -8,6 +8,7 @@ slowest steps with those figures and the correlation of step time with the other
 
     python benches/steps.py W4 --steps 200
     python benches/steps.py W4 --steps 40 --pause 0.7   # a pause before each step (allocator sweeps)
+    python benches/steps.py W4 --warmup 30 --steps 8 --pause 1.5   # a long loop's pauses
 
 Session 8 (bench20), 2-core Zen 5 VM shared with other jobs: W4's slow steps (1.15x the median and
 more) came with the other processes' CPU time (correlation 0.84 over 200 steps at load 3), not with
@@ -17,6 +18,7 @@ faults (the cached blocks were unmapped) and about 10 ms more CPU.
 
 import argparse
 import glob
+import json
 import os
 import resource
 import time
@@ -49,22 +51,32 @@ def main():
     parser.add_argument("workload", choices=["W4", "W6", "W8"])
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--pause", type=float, default=0.0, help="seconds to sleep before each step")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed steps first (without pauses)")
+    parser.add_argument("--marks", help="write each step's CLOCK_MONOTONIC start, end and figures to this JSON "
+                                        "file (to split a `perf record -k CLOCK_MONOTONIC` profile by step: "
+                                        "benches/perf_steps.py)")
     args = parser.parse_args()
     run = {"W4": w4_make, "W6": w6_make, "W8": w8_make}[args.workload](tg)()
-    run()
-    run()
-    rows = []
+    for _ in range(args.warmup):
+        run()
+    rows, marks = [], []
     for _ in range(args.steps):
         if args.pause:
             time.sleep(args.pause)
         r0, c0, b0 = resource.getrusage(resource.RUSAGE_SELF), our_cpu_ms(), machine_busy_ms()
+        m0 = time.clock_gettime(time.CLOCK_MONOTONIC)
         t0 = time.perf_counter()
         run()
         dt = (time.perf_counter() - t0) * 1e3
+        marks.append((m0, time.clock_gettime(time.CLOCK_MONOTONIC)))
         r1, c1, b1 = resource.getrusage(resource.RUSAGE_SELF), our_cpu_ms(), machine_busy_ms()
         rows.append((dt, r1.ru_minflt - r0.ru_minflt, r1.ru_majflt - r0.ru_majflt, r1.ru_nivcsw - r0.ru_nivcsw,
                      c1 - c0, max(0.0, (b1 - b0) - (c1 - c0))))
     a = np.array(rows)
+    if args.marks:
+        with open(args.marks, "w") as fh:
+            json.dump([{"start": m0, "end": m1, "ms": r[0], "minflt": r[1], "our_cpu_ms": r[4], "others_ms": r[5]}
+                       for (m0, m1), r in zip(marks, rows)], fh)
     med = np.median(a[:, 0])
     print(f"{args.workload}, {args.steps} steps, pause {args.pause} s: median {med:.1f} ms, fastest {a[:, 0].min():.1f}, "
           f"p90 {np.percentile(a[:, 0], 90):.1f}, slowest {a[:, 0].max():.1f}; load {os.getloadavg()[0]:.2f}")

@@ -21,10 +21,12 @@
 //!      eighth per `SWEEP` period): it can never more than double what the program recently had
 //!      live.
 //!   3. A sweeper thread (started with the first large block) unmaps every cached block that has
-//!      not been reused for one to two `SWEEP` periods (0.5 s): after a loop ends and its graph is
-//!      dropped, resident memory returns to the baseline within about a second. A size keeps its
-//!      recurrence for `FORGET` periods (10 s), so a loop whose steps take seconds still reuses
-//!      what it frees and requests again within a step or from one step to the next.
+//!      not been reused for one to two `SWEEP` periods (0.5 s), or, for a size that has recurred
+//!      many times, up to `LONG_LIFE` periods (NOTE [Idle life of a cached block]): after a loop
+//!      ends and its graph is dropped, resident memory returns to the baseline within about a
+//!      second (a short loop) to three and a half (a long one). A size keeps its recurrence for
+//!      `FORGET` periods (10 s), so a loop whose steps take seconds still reuses what it frees and
+//!      requests again within a step or from one step to the next.
 //!   4. `release_cached()` (Python: `tapegrad._tapegrad._release_cached_memory()`) unmaps the
 //!      whole cache at once.
 //!
@@ -63,6 +65,27 @@ const RECUR: u8 = 2;
 const SWEEP: Duration = Duration::from_millis(500);
 /// Sizes not seen for this many sweeps lose their recurrence.
 const FORGET: u64 = 20;
+/// The most sweeps a cached block of a size that recurred `LONG_RETURNS` times or more survives
+/// idle (NOTE [Idle life of a cached block]).
+const LONG_LIFE: u64 = 6;
+/// Recurrences of a size after which its blocks get one more sweep of idle life, per this many.
+const LONG_RETURNS: u8 = 4;
+
+// NOTE [Idle life of a cached block]: with one idle sweep for every block, a training loop that
+// pauses between rounds for more than 0.5-1 s (an evaluation, a log line, a benchmark's harness)
+// found its blocks unmapped, and its next step took ~1,800 page faults (~10 ms of W4's ~85,
+// steps.py --pause 1). A size that has recurred many times belongs to a loop that is likely to go
+// on, so its blocks live longer: one idle sweep per `LONG_RETURNS` recurrences, from 1 up to
+// `LONG_LIFE` sweeps (3-3.5 s; W4 reaches it after 24 steps). A graph built once or twice still
+// caches nothing (rule 1), a short loop's blocks still go within about a second, and a long loop's
+// within 3.5 s of its end; the cap on cached bytes (rule 2) is unchanged, so the memory held during
+// a pause is at most what the loop itself had live. Blocks kept that long must not crowd out the
+// next loop's: a free over the cap evicts the block idle longest, if it is idle since before the
+// current sweep period (test_alloc_cache.py: a loop of 256 KB blocks right after one of 1-3 MiB
+// blocks faulted 2,000 times per step until the older blocks' life ran out).
+fn idle_life(returns: u8) -> u64 {
+    (u64::from(returns) / u64::from(LONG_RETURNS)).clamp(1, LONG_LIFE)
+}
 
 #[derive(Clone, Copy)]
 struct Block {
@@ -70,6 +93,8 @@ struct Block {
     len: usize,
     /// The sweep epoch of its free.
     epoch: u64,
+    /// Sweeps it may stay idle (NOTE [Idle life of a cached block]).
+    life: u64,
 }
 
 #[derive(Clone, Copy)]
@@ -158,9 +183,26 @@ impl State {
         self.live -= len;
         let seen = self.seen(len);
         seen.freed_since_request = true;
-        if seen.returns < RECUR || self.cached + len > self.peak {
+        let returns = seen.returns;
+        if returns < RECUR {
             return false;
         }
+        if self.cached + len > self.peak {
+            // Over the cap: the block idle longest gives way if it was freed before this sweep
+            // period (an earlier loop's, kept by its idle life: NOTE [Idle life of a cached block]).
+            let epoch = self.epoch;
+            let stale = (0..SLOTS)
+                .filter(|&i| matches!(self.blocks[i], Some(b) if b.epoch < epoch))
+                .min_by_key(|&i| self.blocks[i].map_or(0, |b| b.epoch));
+            if let Some(i) = stale {
+                *evicted = self.blocks[i].take();
+                self.cached -= evicted.map_or(0, |b| b.len);
+            }
+            if self.cached + len > self.peak {
+                return false;
+            }
+        }
+        let life = idle_life(returns);
         let epoch = self.epoch;
         let i = match self.blocks.iter().position(Option::is_none) {
             Some(i) => i,
@@ -171,15 +213,16 @@ impl State {
                 oldest
             }
         };
-        self.blocks[i] = Some(Block { ptr, len, epoch });
+        self.blocks[i] = Some(Block { ptr, len, epoch, life });
         self.cached += len;
         true
     }
 
-    /// Removes the cached blocks freed before epoch `before` into `out`.
-    fn drain(&mut self, before: u64, out: &mut [Option<Block>; SLOTS]) {
+    /// Removes into `out` the cached blocks idle for longer than their life at epoch `now`
+    /// (freed before `now - life`); all of them for `now == u64::MAX`.
+    fn drain(&mut self, now: u64, out: &mut [Option<Block>; SLOTS]) {
         for (slot, o) in self.blocks.iter_mut().zip(out.iter_mut()) {
-            if matches!(slot, Some(b) if b.epoch < before) {
+            if matches!(slot, Some(b) if b.epoch < now.saturating_sub(b.life) || now == u64::MAX) {
                 *o = slot.take();
                 self.cached -= o.map_or(0, |b| b.len);
             }
@@ -284,8 +327,8 @@ fn sweep() {
     {
         let mut s = state();
         s.epoch += 1;
-        let before = s.epoch.saturating_sub(1);
-        s.drain(before, &mut out);
+        let now = s.epoch;
+        s.drain(now, &mut out);
         let forget = s.epoch.saturating_sub(FORGET);
         for slot in s.sizes.iter_mut() {
             if matches!(slot, Some(z) if z.epoch < forget) {
@@ -374,7 +417,7 @@ fn large_free(ptr: *mut u8, len: usize) {
     let mut evicted = None;
     let kept = state().keep(ptr, len, &mut evicted);
     if !kept {
-        unmap_all(&[Some(Block { ptr, len, epoch: 0 })]);
+        unmap_all(&[Some(Block { ptr, len, epoch: 0, life: 0 })]);
     }
     unmap_all(&[evicted]);
 }

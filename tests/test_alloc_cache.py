@@ -212,3 +212,35 @@ def test_mid_sized_buffers_of_parallel_branches_are_reused_without_faults():
             expected += h_in.T @ pre
             up = pre @ w64.T
         np.testing.assert_allclose(g.numpy(), expected, rtol=1e-3, atol=1e-4)
+
+
+@linux_only
+def test_a_long_loop_keeps_its_blocks_across_a_pause_and_still_gives_them_back():
+    # NOTE [Idle life of a cached block]: after 30 steps every size of the loop has recurred often
+    # enough for its blocks to survive a 1.5 s pause (three sweeps); the step after the pause then
+    # maps nothing new. Once the loop is dropped they still go, within LONG_LIFE + 1 sweeps (3.5 s).
+    step, oracle = make_step(4)
+    gc.collect()
+    C._release_cached_memory()
+    before = rss_mb()
+    for _ in range(30):
+        step()
+    f0 = minor_faults()
+    step()
+    steady = minor_faults() - f0
+    time.sleep(1.5)
+    f0 = minor_faults()
+    grads = step()
+    after_pause = minor_faults() - f0
+    # Unmapped, the loop's ~12 MiB would fault back in as ~3,000 pages (fewer on huge pages: > 50).
+    assert after_pause <= steady + 20, f"{after_pause} minor faults after the pause (steady {steady})"
+    for g, want in zip(grads, oracle()):
+        np.testing.assert_allclose(g.numpy(), want, rtol=1e-4, atol=1e-6)
+    del step, grads
+    gc.collect()
+    assert C._cached_memory()[0] > 0
+    deadline = time.monotonic() + 8
+    while C._cached_memory()[0] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert C._cached_memory()[0] == 0, "the sweeper did not release idle blocks"
+    assert rss_mb() - before < 10, f"{rss_mb() - before:.1f} MB stayed resident after the loop"
