@@ -30,6 +30,11 @@ use std::time::{Duration, Instant};
 /// swapped strides, as a `.t()` view in backward.
 const SHAPES: &[(&str, usize, usize, usize, bool, bool)] = &[
     ("4096^3", 4096, 4096, 4096, false, false),
+    // 4096³'s sweep with one block of columns of `B` (each row of `A` read once) and with 512
+    // rows of `A` (an `A` that stays in L3): what the two-thread big-shape path loses where
+    // (gemm21).
+    ("4096x4096x512", 4096, 4096, 512, false, false),
+    ("512x4096x4096", 512, 4096, 4096, false, false),
     ("256^3 (W6)", 256, 256, 256, false, false),
     ("W1 x@w1", 64, 1000, 100, false, false),
     ("W1 x.T@g", 1000, 64, 100, true, false),
