@@ -35,6 +35,9 @@ const NR: usize = 32;
 const KC: usize = 512;
 /// Columns of `B` per packed block.
 const NC: usize = 512;
+/// Pair steps before the end of a kernel call at which its tile of `C` is prefetched (NOTE
+/// [Prefetching C]: about 1,200 cycles).
+const C_AHEAD: usize = 96;
 /// Below this many multiply-adds a second thread costs more than it saves.
 const PAR_MIN_WORK: usize = 1 << 20;
 
@@ -71,18 +74,90 @@ unsafe fn sgemm_threads(p: Problem<f32>, threads: usize, min_work: usize) {
     // As for float32: a caller on a rayon worker, or one that finds the team busy, runs serially
     // (NOTE [Why a team and not rayon]).
     let alone = threads < 2 || m * n * k < min_work || row_panels.max(col_panels) < 2;
-    if !alone && rayon::current_thread_index().is_none() {
-        if let Some(mut team) = team::try_acquire() {
-            let members = team.members(threads);
-            if members >= 2 {
-                // SAFETY: the caller's contract; `team` is held and fields `members`.
-                unsafe { on_team(p, &mut team, members) };
-                return;
+    PACKED_A.with(|cell| {
+        let mut buf = cell.borrow_mut();
+        if !alone && rayon::current_thread_index().is_none() {
+            if let Some(mut team) = team::try_acquire() {
+                let members = team.members(threads);
+                if members >= 2 {
+                    // SAFETY: the caller's contract; `team` is held and fields `members`.
+                    unsafe { on_team(p, &mut team, members, &mut buf) };
+                    return;
+                }
             }
         }
+        let packed = packed_a_words(&p).map(|words| {
+            let dst = lines::<u32>(&mut buf, words).as_mut_ptr();
+            for r in 0..row_panels {
+                // SAFETY: the caller's contract; `dst` holds `words` words.
+                unsafe { pack_a_panel(&p, dst, r) };
+            }
+            PackedA(dst)
+        });
+        // SAFETY: the caller's contract is `serial`'s; `packed` holds every panel of `A`.
+        unsafe { serial(p, packed) }
+    })
+}
+
+// NOTE [bf16 A packed once]: the bands below sweep `C` one `NC`-column block of `B` at a time, and
+// each block used to pack (convert and interleave) every panel of `A` again: 8 times for n = 4096,
+// each time a strided read of twelve rows of `A` from memory. On 4096³ (one thread) `pack` took 16%
+// of the multiply's time, the kernel the rest. So when `B` has more than one block of columns,
+// all of `A` is converted once per product, before the bands, into one buffer of the calling
+// thread (on the team, its panels are claimed by the members, then the bands start), and the
+// bands read their panels from it: contiguous words that the hardware prefetcher streams. The
+// buffer takes `2·m·k` bytes, up to `A_ONCE_MAX` words (32 MB: 4096 × 4096), and is kept for the
+// next product like the other packing buffers. The packed words, the kernel calls and their order
+// are the same, so are the bits. Layout: block `pc` of `k` (a multiple of `KC`), row panel `r`
+// at word `(pc / 2)·panels·MR + r·kp·MR`, `kp` the block's pair steps.
+
+/// The most words of `A` packed once per product (NOTE [bf16 A packed once]).
+const A_ONCE_MAX: usize = 1 << 23;
+
+thread_local! {
+    /// `A` packed once per product (NOTE [bf16 A packed once]), kept between calls.
+    static PACKED_A: std::cell::RefCell<Vec<super::Line>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// All of `A` packed (NOTE [bf16 A packed once]), for every band of columns of one product.
+#[derive(Clone, Copy)]
+struct PackedA(*mut u32);
+// SAFETY: members write disjoint panels of the buffer (each claimed once) before any reads it.
+unsafe impl Send for PackedA {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for PackedA {}
+
+/// The words of `A` packed once, when `p` packs `A` for more than one block of columns and it fits
+/// `A_ONCE_MAX`.
+fn packed_a_words(p: &Problem<f32>) -> Option<usize> {
+    let words = p.m.div_ceil(MR) * MR * p.k.div_ceil(2);
+    (p.n > NC && words <= A_ONCE_MAX).then_some(words)
+}
+
+/// Word offset of panel `r` of block `pc` of `A` packed once (NOTE [bf16 A packed once]).
+fn packed_at(p: &Problem<f32>, pc: usize, r: usize) -> usize {
+    let kp = KC.min(p.k - pc).div_ceil(2);
+    (pc / 2) * p.m.div_ceil(MR) * MR + r * kp * MR
+}
+
+/// Packs row panel `r` of `A`, every block of `k`, into `dst` at its place (NOTE [bf16 A packed
+/// once]).
+///
+/// # Safety
+/// As for `sgemm`; `dst` must hold `packed_a_words(p)` words, and no other thread touch panel `r`.
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+unsafe fn pack_a_panel(p: &Problem<f32>, dst: *mut u32, r: usize) {
+    let (ir, rows) = (r * MR, MR.min(p.m - r * MR));
+    for pc in (0..p.k).step_by(KC) {
+        let kc = KC.min(p.k - pc);
+        let a_rows = p.a.wrapping_offset(ir as isize * p.rsa + pc as isize * p.csa);
+        // SAFETY: the panel's `kp × MR` words lie in `dst` (the layout of the NOTE); rows
+        // `ir..ir+rows` and columns `pc..pc+kc` lie inside `A`.
+        unsafe {
+            let panel = std::slice::from_raw_parts_mut(dst.add(packed_at(p, pc, r)), kc.div_ceil(2) * MR);
+            pack::<MR>(panel, kc, rows, a_rows, p.rsa, p.csa);
+        }
     }
-    // SAFETY: the caller's contract is `serial`'s.
-    unsafe { serial(p) }
 }
 
 // NOTE [bf16 bands on the team]: the bfloat16 multiply splits `C` into bands, columns first (a
@@ -99,14 +174,29 @@ unsafe fn sgemm_threads(p: Problem<f32>, threads: usize, min_work: usize) {
 ///
 /// # Safety
 /// As for `sgemm_threads`, with `members` at most what `team.members` returned.
-unsafe fn on_team(p: Problem<f32>, team: &mut team::Guard, members: usize) {
+unsafe fn on_team(p: Problem<f32>, team: &mut team::Guard, members: usize, buf: &mut Vec<super::Line>) {
     let (row_panels, col_panels) = (p.m.div_ceil(MR), p.n.div_ceil(NR));
     let by_cols = col_panels >= members || col_panels >= row_panels;
     let (panels, width, len) = if by_cols { (col_panels, NR, p.n) } else { (row_panels, MR, p.m) };
     let share = panels.div_ceil(members);
     let unit = if by_cols { share.min(NC / NR) } else { share } * width;
-    let ranges = Range::split(len.div_ceil(unit), members);
     let whole = Band(p);
+    // Column bands all read every panel of `A`: packed once first when it would be packed more
+    // than once (NOTE [bf16 A packed once]), each panel by one member.
+    let packed = if by_cols { packed_a_words(&p) } else { None }.map(|words| {
+        let dst = PackedA(lines::<u32>(buf, words).as_mut_ptr());
+        let ranges = Range::split(row_panels, members);
+        team.run(members, true, &|id| {
+            let (mut victim, whole, dst) = (id, &whole, &dst);
+            while let Some(r) = next(&ranges, id, &mut victim) {
+                // SAFETY: the CPU features are the caller's precondition; panel `r` is claimed by
+                // one member only, and `dst` holds `words` words.
+                unsafe { pack_a_panel(&whole.0, dst.0, r) };
+            }
+        });
+        dst
+    });
+    let ranges = Range::split(len.div_ceil(unit), members);
     team.run(members, true, &|id| {
         let mut victim = id;
         while let Some(u) = next(&ranges, id, &mut victim) {
@@ -114,19 +204,21 @@ unsafe fn on_team(p: Problem<f32>, team: &mut team::Guard, members: usize) {
             let band = if by_cols { whole.cols(start, size) } else { whole.rows(start, size) };
             // SAFETY: the CPU features are the caller's precondition; each band is a sub-block of
             // the caller's valid operands, and each unit (a range of rows or columns of `C`) is
-            // claimed by one member only.
-            unsafe { serial(band.0) }
+            // claimed by one member only; `packed` (column bands only) holds all of `A`, written
+            // before this job was posted.
+            unsafe { serial(band.0, packed) }
         }
     });
 }
 
-/// One thread's multiply: pack a block of `B`, then one panel of `A` at a time, and sweep the
-/// micro-kernel.
+/// One thread's multiply: pack a block of `B`, then one panel of `A` at a time (or read it from
+/// `packed`, all of `A` packed once), and sweep the micro-kernel.
 ///
 /// # Safety
-/// As for `sgemm`, with no other thread touching this band of `C`.
+/// As for `sgemm`, with no other thread touching this band of `C`; `packed`, if any, holds all of
+/// this band's `A` (all rows) packed by `pack_a_panel`.
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-unsafe fn serial(p: Problem<f32>) {
+unsafe fn serial(p: Problem<f32>, packed: Option<PackedA>) {
     BUFFERS.with(|cell| {
         let mut bufs = cell.borrow_mut();
         let (abuf, bbuf) = &mut *bufs;
@@ -149,14 +241,20 @@ unsafe fn serial(p: Problem<f32>) {
                 }
                 for ir in (0..p.m).step_by(MR) {
                     let rows = MR.min(p.m - ir);
-                    let a_rows = p.a.wrapping_offset(ir as isize * p.rsa + pc as isize * p.csa);
-                    // SAFETY: rows `ir..ir+rows` and columns `pc..pc+kc` lie inside `A`; `ap` holds
-                    // `kp_max × MR >= kp × MR` words.
-                    unsafe { pack::<MR>(&mut ap[..kp * MR], kc, rows, a_rows, p.rsa, p.csa) };
+                    let a_panel = match packed {
+                        Some(all) => all.0.wrapping_add(packed_at(&p, pc, ir / MR)).cast_const(),
+                        None => {
+                            let a_rows = p.a.wrapping_offset(ir as isize * p.rsa + pc as isize * p.csa);
+                            // SAFETY: rows `ir..ir+rows` and columns `pc..pc+kc` lie inside `A`;
+                            // `ap` holds `kp_max × MR >= kp × MR` words.
+                            unsafe { pack::<MR>(&mut ap[..kp * MR], kc, rows, a_rows, p.rsa, p.csa) };
+                            ap.as_ptr()
+                        }
+                    };
                     for jr in (0..nc).step_by(NR) {
                         let tile = Tile {
                             kp,
-                            a: ap.as_ptr(),
+                            a: a_panel,
                             b: bp.as_ptr().wrapping_add(jr * kp),
                             c: p.c.wrapping_add(ir * p.ldc + jc + jr),
                             ldc: p.ldc,
@@ -388,7 +486,7 @@ unsafe fn block<const R: usize, const V: usize>(t: Tile) {
     let Tile { kp, a, b, c, ldc, rows, cols, accumulate } = t;
     let mut acc = [[_mm512_setzero_ps(); V]; R];
     let (mut a, mut b) = (a, b);
-    for _ in 0..kp {
+    let mut step = |a: *const u32, b: *const u32| {
         let mut bv = [_mm512_setzero_si512(); V];
         for (v, x) in bv.iter_mut().enumerate() {
             // SAFETY: `b` points at this step's NR = 32 words and `v < 2`.
@@ -405,7 +503,25 @@ unsafe fn block<const R: usize, const V: usize>(t: Tile) {
                 *r = _mm512_dpbf16_ps(*r, ai, bx);
             }
         }
+    };
+    // The tile of `C` is prefetched `C_AHEAD` pair steps before the end (NOTE [Prefetching C]).
+    let ahead = kp.min(C_AHEAD);
+    for _ in 0..kp - ahead {
+        step(a, b);
         // Wrapping: after the last step these point one step past the panels and are not read.
+        a = a.wrapping_add(MR);
+        b = b.wrapping_add(NR);
+    }
+    for i in 0..rows {
+        let p = c.wrapping_add(i * ldc);
+        _mm_prefetch::<_MM_HINT_T0>(p.cast());
+        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(cols - 1).cast());
+        if cols > 16 {
+            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(16).cast());
+        }
+    }
+    for _ in 0..ahead {
+        step(a, b);
         a = a.wrapping_add(MR);
         b = b.wrapping_add(NR);
     }
@@ -575,7 +691,7 @@ mod tests {
         for &(m, k, n) in &shapes {
             for (ta, tb) in [(false, false), (true, false), (false, true)] {
                 // SAFETY: the features were detected; `product_bits` passes valid operands.
-                let want = product_bits(m, k, n, ta, tb, |p| unsafe { serial(p) });
+                let want = product_bits(m, k, n, ta, tb, |p| unsafe { serial(p, None) });
                 for threads in 1..=3 {
                     // SAFETY: as above.
                     let got = product_bits(m, k, n, ta, tb, |p| unsafe { sgemm_threads(p, threads, 0) });
@@ -596,8 +712,10 @@ mod tests {
         }
         let shapes = [(64, 300, 100), (100, 64, 1030), (300, 90, 20)];
         // SAFETY: the features were detected; `product_bits` passes valid operands.
-        let wants: Vec<Vec<u32>> =
-            shapes.iter().map(|&(m, k, n)| product_bits(m, k, n, false, false, |p| unsafe { serial(p) })).collect();
+        let wants: Vec<Vec<u32>> = shapes
+            .iter()
+            .map(|&(m, k, n)| product_bits(m, k, n, false, false, |p| unsafe { serial(p, None) }))
+            .collect();
         let run_one = move |i: usize, wants: &[Vec<u32>]| {
             let (m, k, n) = shapes[i % shapes.len()];
             let got = product_bits(m, k, n, false, false, |p| {
