@@ -231,13 +231,27 @@ unsafe fn serial(p: Problem<f32>, packed: Option<PackedA>) {
                 let kc = KC.min(p.k - pc);
                 let kp = kc.div_ceil(2);
                 let b_block = p.b.wrapping_offset(pc as isize * p.rsb + jc as isize * p.csb);
-                for (q, panel) in bp.chunks_exact_mut(kp * NR).take(nc.div_ceil(NR)).enumerate() {
-                    let cols = NR.min(nc - q * NR);
-                    // SAFETY: rows `pc..pc+kc` and columns `jc+q·NR..+cols` lie inside `B`; the
-                    // panel holds `kp × NR` words; the CPU features are this function's.
-                    unsafe {
-                        pack::<NR>(panel, kc, cols, b_block.wrapping_offset((q * NR) as isize * p.csb), p.csb, p.rsb)
-                    };
+                if p.csb == 1 {
+                    // SAFETY: rows `pc..pc+kc` and columns `jc..jc+nc` lie inside `B`; `bp` holds
+                    // `nc.div_ceil(NR)` panels of `kp × NR` words; the CPU features are this
+                    // function's.
+                    unsafe { pack_b_rows(bp, kc, nc, b_block, p.rsb) };
+                } else {
+                    for (q, panel) in bp.chunks_exact_mut(kp * NR).take(nc.div_ceil(NR)).enumerate() {
+                        let cols = NR.min(nc - q * NR);
+                        // SAFETY: rows `pc..pc+kc` and columns `jc+q·NR..+cols` lie inside `B`;
+                        // the panel holds `kp × NR` words; the CPU features are this function's.
+                        unsafe {
+                            pack::<NR>(
+                                panel,
+                                kc,
+                                cols,
+                                b_block.wrapping_offset((q * NR) as isize * p.csb),
+                                p.csb,
+                                p.rsb,
+                            )
+                        };
+                    }
                 }
                 for ir in (0..p.m).step_by(MR) {
                     let rows = MR.min(p.m - ir);
@@ -369,6 +383,49 @@ unsafe fn pack_interleave<const W: usize>(dst: &mut [u32], kc: usize, width: usi
             let w = interleave(e, o);
             // SAFETY: words `s·W + 16v ..` up to `s·W + W` lie in `dst` (`W - 16v` lanes kept).
             unsafe { _mm512_mask_storeu_epi32(dst.as_mut_ptr().add(s * W + 16 * v).cast(), mask16(W - 16 * v), w) };
+        }
+    }
+}
+
+// NOTE [bf16 B packed by rows]: a row-major `B` was packed panel by panel, each panel reading
+// 128 bytes from each of the block's `KC` rows (16 KB apart at n = 4096): a new page and a new
+// line per row, in an order the hardware prefetcher does not follow, so packing ran at memory
+// latency (on 4096³, with `A` packed once, `pack_interleave`'s two loads held 19% of the
+// multiply's samples). `pack_b_rows` packs the whole `KC × NC` block one pair of rows at a time
+// instead, reading both rows from end to end (2 KB each) and writing 32 words to each panel: the
+// same words, read in the order they lie in memory.
+
+/// Packs the `kc × nc` block of a `B` whose columns are contiguous (rows `ks` apart) into
+/// `nc.div_ceil(NR)` panels of `ceil(kc / 2) × NR` words (as `pack::<NR>` of each panel), a pair of
+/// rows at a time (NOTE [bf16 B packed by rows]).
+///
+/// # Safety
+/// `src` must be valid for `kc` rows of `nc` values, rows `ks` apart; `dst` must hold
+/// `nc.div_ceil(NR) × ceil(kc / 2) × NR` words; the CPU must support AVX-512F, AVX-512BW and
+/// AVX512_BF16.
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+unsafe fn pack_b_rows(dst: &mut [u32], kc: usize, nc: usize, src: *const f32, ks: isize) {
+    let kp = kc.div_ceil(2);
+    let vectors = nc.div_ceil(NR) * (NR / 16);
+    debug_assert!(dst.len() >= vectors / 2 * kp * NR);
+    for s in 0..kp {
+        let even = src.wrapping_offset((2 * s) as isize * ks);
+        let odd = src.wrapping_offset((2 * s + 1) as isize * ks);
+        for v in 0..vectors {
+            // Vectors past `nc` (the last panel's padding) load nothing and store zeros.
+            let valid = mask16(nc.saturating_sub(16 * v));
+            // SAFETY: masked-off lanes are not read; the lanes kept are values `16v + l < nc` of
+            // rows `2s` (and `2s + 1` when below `kc`).
+            let e = unsafe { _mm512_maskz_loadu_ps(valid, even.wrapping_add(16 * v)) };
+            let o = if 2 * s + 1 < kc {
+                // SAFETY: as above.
+                unsafe { _mm512_maskz_loadu_ps(valid, odd.wrapping_add(16 * v)) }
+            } else {
+                _mm512_setzero_ps()
+            };
+            let at = (v / 2) * kp * NR + s * NR + 16 * (v % 2);
+            // SAFETY: panel `v / 2`, step `s`, words `16·(v % 2)..+16`: inside `dst`.
+            unsafe { _mm512_storeu_si512(dst.as_mut_ptr().add(at).cast(), interleave(e, o)) };
         }
     }
 }
@@ -613,6 +670,30 @@ mod tests {
                 // SAFETY: as above.
                 unsafe { pack::<NR>(&mut got, kc, width, data.as_ptr(), ls, ks) };
                 assert_eq!(got, want(NR), "NR kc={kc} width={width} ls={ls} ks={ks}");
+            }
+        }
+    }
+
+    /// The whole-block packing of a row-major `B` gives each panel as `pack::<NR>` does, padding
+    /// the last one with zeros.
+    #[test]
+    fn row_packing_of_b_matches_panel_packing() {
+        if !have() {
+            return;
+        }
+        let ks = 150usize;
+        let data: Vec<f32> = (0..80 * ks).map(|i| ((i * 7919) % 1013) as f32 * 0.41 - 200.0).collect();
+        for &(kc, nc) in &[(1usize, 1usize), (2, 32), (7, 33), (33, 64), (64, 150), (79, 100), (80, 16)] {
+            let (kp, panels) = (kc.div_ceil(2), nc.div_ceil(NR));
+            let mut got = vec![u32::MAX; panels * kp * NR];
+            // SAFETY: the features were detected; `kc` rows of `nc <= ks` values lie in `data`.
+            unsafe { pack_b_rows(&mut got, kc, nc, data.as_ptr(), ks as isize) };
+            for q in 0..panels {
+                let mut want = vec![u32::MAX; kp * NR];
+                let cols = NR.min(nc - q * NR);
+                // SAFETY: as above.
+                unsafe { pack::<NR>(&mut want, kc, cols, data.as_ptr().add(q * NR), 1, ks as isize) };
+                assert_eq!(got[q * kp * NR..(q + 1) * kp * NR], want[..], "kc={kc} nc={nc} panel {q}");
             }
         }
     }
