@@ -14,7 +14,8 @@
 //!
 //! Blocking (per thread): `NC` columns × `KC` steps of `B` packed (256 pair steps × 512 columns ×
 //! 4 bytes = 512 KB, in L2), then for every 12 rows of `A` one packed 12×KC panel (12 KB, in L1),
-//! swept across the `B` block. Packing converts as it copies, so a transposed operand costs one
+//! swept across the `B` block; when `B` has several such blocks, all of `A` is packed once per
+//! product instead (NOTE [bf16 A packed once]). Packing converts as it copies, so a transposed operand costs one
 //! pass: rows of pair words are interleaved from two rows of floats when the panel's width is the
 //! contiguous direction, and transposed 16×16 in registers when `k` is.
 //!
