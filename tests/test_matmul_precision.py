@@ -136,6 +136,34 @@ def test_transposed_views_and_odd_edges(ta, tb):
 
 
 @needs_bf16
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("m,k,n", [(29, 1031, 1061), (61, 77, 1300), (300, 600, 530)])
+def test_wide_products_pack_a_once(m, k, n, ta, tb, threads):
+    # n > 512 (several column blocks of B): A is packed once per product and every column band reads
+    # it; a row-major B is packed a pair of rows at a time; odd sizes leave partial panels, pair
+    # steps and blocks of k; a strided B (every other column) takes the general packing.
+    rng = np.random.default_rng(m + k + n)
+    a = randn(rng, k, m).T if ta else randn(rng, m, k)
+    b = randn(rng, n, k).T if tb else randn(rng, k, n)
+    ta_ = tg.from_numpy(np.ascontiguousarray(a.T)).t() if ta else tg.from_numpy(a)
+    tb_ = tg.from_numpy(np.ascontiguousarray(b.T)).t() if tb else tg.from_numpy(b)
+    wide = randn(rng, k, 2 * n)
+    old = tg.get_num_threads()
+    tg.set_num_threads(threads)
+    try:
+        tg.set_float32_matmul_precision("medium")
+        got = tg.mm(ta_, tb_).numpy()
+        strided = tg.mm(ta_, tg.from_numpy(wide)[:, ::2]).numpy()
+    finally:
+        tg.set_num_threads(old)
+    close_to_rounded_product(got, a, b)
+    close_to_rounded_product(strided, a, wide[:, ::2])
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    assert 1.5e-3 < rel(got, want) < 3.5e-3, rel(got, want)
+
+
+@needs_bf16
 def test_every_product_entry_point_uses_medium():
     rng = np.random.default_rng(11)
     a, b = randn(rng, 3, 20, 70), randn(rng, 3, 70, 30)

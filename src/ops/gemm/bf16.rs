@@ -14,7 +14,8 @@
 //!
 //! Blocking (per thread): `NC` columns × `KC` steps of `B` packed (256 pair steps × 512 columns ×
 //! 4 bytes = 512 KB, in L2), then for every 12 rows of `A` one packed 12×KC panel (12 KB, in L1),
-//! swept across the `B` block. Packing converts as it copies, so a transposed operand costs one
+//! swept across the `B` block; when `B` has several such blocks, all of `A` is packed once per
+//! product instead (NOTE [bf16 A packed once]). Packing converts as it copies, so a transposed operand costs one
 //! pass: rows of pair words are interleaved from two rows of floats when the panel's width is the
 //! contiguous direction, and transposed 16×16 in registers when `k` is.
 //!
@@ -35,6 +36,9 @@ const NR: usize = 32;
 const KC: usize = 512;
 /// Columns of `B` per packed block.
 const NC: usize = 512;
+/// Pair steps before the end of a kernel call at which its tile of `C` is prefetched (NOTE
+/// [Prefetching C]: about 1,200 cycles).
+const C_AHEAD: usize = 96;
 /// Below this many multiply-adds a second thread costs more than it saves.
 const PAR_MIN_WORK: usize = 1 << 20;
 
@@ -71,18 +75,90 @@ unsafe fn sgemm_threads(p: Problem<f32>, threads: usize, min_work: usize) {
     // As for float32: a caller on a rayon worker, or one that finds the team busy, runs serially
     // (NOTE [Why a team and not rayon]).
     let alone = threads < 2 || m * n * k < min_work || row_panels.max(col_panels) < 2;
-    if !alone && rayon::current_thread_index().is_none() {
-        if let Some(mut team) = team::try_acquire() {
-            let members = team.members(threads);
-            if members >= 2 {
-                // SAFETY: the caller's contract; `team` is held and fields `members`.
-                unsafe { on_team(p, &mut team, members) };
-                return;
+    PACKED_A.with(|cell| {
+        let mut buf = cell.borrow_mut();
+        if !alone && rayon::current_thread_index().is_none() {
+            if let Some(mut team) = team::try_acquire() {
+                let members = team.members(threads);
+                if members >= 2 {
+                    // SAFETY: the caller's contract; `team` is held and fields `members`.
+                    unsafe { on_team(p, &mut team, members, &mut buf) };
+                    return;
+                }
             }
         }
+        let packed = packed_a_words(&p).map(|words| {
+            let dst = lines::<u32>(&mut buf, words).as_mut_ptr();
+            for r in 0..row_panels {
+                // SAFETY: the caller's contract; `dst` holds `words` words.
+                unsafe { pack_a_panel(&p, dst, r) };
+            }
+            PackedA(dst)
+        });
+        // SAFETY: the caller's contract is `serial`'s; `packed` holds every panel of `A`.
+        unsafe { serial(p, packed) }
+    })
+}
+
+// NOTE [bf16 A packed once]: the bands below sweep `C` one `NC`-column block of `B` at a time, and
+// each block used to pack (convert and interleave) every panel of `A` again: 8 times for n = 4096,
+// each time a strided read of twelve rows of `A` from memory. On 4096³ (one thread) `pack` took 16%
+// of the multiply's time, the kernel the rest. So when `B` has more than one block of columns,
+// all of `A` is converted once per product, before the bands, into one buffer of the calling
+// thread (on the team, its panels are claimed by the members, then the bands start), and the
+// bands read their panels from it: contiguous words that the hardware prefetcher streams. The
+// buffer takes `2·m·k` bytes, up to `A_ONCE_MAX` words (32 MB: 4096 × 4096), and is kept for the
+// next product like the other packing buffers. The packed words, the kernel calls and their order
+// are the same, so are the bits. Layout: block `pc` of `k` (a multiple of `KC`), row panel `r`
+// at word `(pc / 2)·panels·MR + r·kp·MR`, `kp` the block's pair steps.
+
+/// The most words of `A` packed once per product (NOTE [bf16 A packed once]).
+const A_ONCE_MAX: usize = 1 << 23;
+
+thread_local! {
+    /// `A` packed once per product (NOTE [bf16 A packed once]), kept between calls.
+    static PACKED_A: std::cell::RefCell<Vec<super::Line>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// All of `A` packed (NOTE [bf16 A packed once]), for every band of columns of one product.
+#[derive(Clone, Copy)]
+struct PackedA(*mut u32);
+// SAFETY: members write disjoint panels of the buffer (each claimed once) before any reads it.
+unsafe impl Send for PackedA {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for PackedA {}
+
+/// The words of `A` packed once, when `p` packs `A` for more than one block of columns and it fits
+/// `A_ONCE_MAX`.
+fn packed_a_words(p: &Problem<f32>) -> Option<usize> {
+    let words = p.m.div_ceil(MR) * MR * p.k.div_ceil(2);
+    (p.n > NC && words <= A_ONCE_MAX).then_some(words)
+}
+
+/// Word offset of panel `r` of block `pc` of `A` packed once (NOTE [bf16 A packed once]).
+fn packed_at(p: &Problem<f32>, pc: usize, r: usize) -> usize {
+    let kp = KC.min(p.k - pc).div_ceil(2);
+    (pc / 2) * p.m.div_ceil(MR) * MR + r * kp * MR
+}
+
+/// Packs row panel `r` of `A`, every block of `k`, into `dst` at its place (NOTE [bf16 A packed
+/// once]).
+///
+/// # Safety
+/// As for `sgemm`; `dst` must hold `packed_a_words(p)` words, and no other thread touch panel `r`.
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+unsafe fn pack_a_panel(p: &Problem<f32>, dst: *mut u32, r: usize) {
+    let (ir, rows) = (r * MR, MR.min(p.m - r * MR));
+    for pc in (0..p.k).step_by(KC) {
+        let kc = KC.min(p.k - pc);
+        let a_rows = p.a.wrapping_offset(ir as isize * p.rsa + pc as isize * p.csa);
+        // SAFETY: the panel's `kp × MR` words lie in `dst` (the layout of the NOTE); rows
+        // `ir..ir+rows` and columns `pc..pc+kc` lie inside `A`.
+        unsafe {
+            let panel = std::slice::from_raw_parts_mut(dst.add(packed_at(p, pc, r)), kc.div_ceil(2) * MR);
+            pack::<MR>(panel, kc, rows, a_rows, p.rsa, p.csa);
+        }
     }
-    // SAFETY: the caller's contract is `serial`'s.
-    unsafe { serial(p) }
 }
 
 // NOTE [bf16 bands on the team]: the bfloat16 multiply splits `C` into bands, columns first (a
@@ -99,14 +175,29 @@ unsafe fn sgemm_threads(p: Problem<f32>, threads: usize, min_work: usize) {
 ///
 /// # Safety
 /// As for `sgemm_threads`, with `members` at most what `team.members` returned.
-unsafe fn on_team(p: Problem<f32>, team: &mut team::Guard, members: usize) {
+unsafe fn on_team(p: Problem<f32>, team: &mut team::Guard, members: usize, buf: &mut Vec<super::Line>) {
     let (row_panels, col_panels) = (p.m.div_ceil(MR), p.n.div_ceil(NR));
     let by_cols = col_panels >= members || col_panels >= row_panels;
     let (panels, width, len) = if by_cols { (col_panels, NR, p.n) } else { (row_panels, MR, p.m) };
     let share = panels.div_ceil(members);
     let unit = if by_cols { share.min(NC / NR) } else { share } * width;
-    let ranges = Range::split(len.div_ceil(unit), members);
     let whole = Band(p);
+    // Column bands all read every panel of `A`: packed once first when it would be packed more
+    // than once (NOTE [bf16 A packed once]), each panel by one member.
+    let packed = if by_cols { packed_a_words(&p) } else { None }.map(|words| {
+        let dst = PackedA(lines::<u32>(buf, words).as_mut_ptr());
+        let ranges = Range::split(row_panels, members);
+        team.run(members, true, &|id| {
+            let (mut victim, whole, dst) = (id, &whole, &dst);
+            while let Some(r) = next(&ranges, id, &mut victim) {
+                // SAFETY: the CPU features are the caller's precondition; panel `r` is claimed by
+                // one member only, and `dst` holds `words` words.
+                unsafe { pack_a_panel(&whole.0, dst.0, r) };
+            }
+        });
+        dst
+    });
+    let ranges = Range::split(len.div_ceil(unit), members);
     team.run(members, true, &|id| {
         let mut victim = id;
         while let Some(u) = next(&ranges, id, &mut victim) {
@@ -114,19 +205,21 @@ unsafe fn on_team(p: Problem<f32>, team: &mut team::Guard, members: usize) {
             let band = if by_cols { whole.cols(start, size) } else { whole.rows(start, size) };
             // SAFETY: the CPU features are the caller's precondition; each band is a sub-block of
             // the caller's valid operands, and each unit (a range of rows or columns of `C`) is
-            // claimed by one member only.
-            unsafe { serial(band.0) }
+            // claimed by one member only; `packed` (column bands only) holds all of `A`, written
+            // before this job was posted.
+            unsafe { serial(band.0, packed) }
         }
     });
 }
 
-/// One thread's multiply: pack a block of `B`, then one panel of `A` at a time, and sweep the
-/// micro-kernel.
+/// One thread's multiply: pack a block of `B`, then one panel of `A` at a time (or read it from
+/// `packed`, all of `A` packed once), and sweep the micro-kernel.
 ///
 /// # Safety
-/// As for `sgemm`, with no other thread touching this band of `C`.
+/// As for `sgemm`, with no other thread touching this band of `C`; `packed`, if any, holds all of
+/// this band's `A` (all rows) packed by `pack_a_panel`.
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-unsafe fn serial(p: Problem<f32>) {
+unsafe fn serial(p: Problem<f32>, packed: Option<PackedA>) {
     BUFFERS.with(|cell| {
         let mut bufs = cell.borrow_mut();
         let (abuf, bbuf) = &mut *bufs;
@@ -139,24 +232,44 @@ unsafe fn serial(p: Problem<f32>) {
                 let kc = KC.min(p.k - pc);
                 let kp = kc.div_ceil(2);
                 let b_block = p.b.wrapping_offset(pc as isize * p.rsb + jc as isize * p.csb);
-                for (q, panel) in bp.chunks_exact_mut(kp * NR).take(nc.div_ceil(NR)).enumerate() {
-                    let cols = NR.min(nc - q * NR);
-                    // SAFETY: rows `pc..pc+kc` and columns `jc+q·NR..+cols` lie inside `B`; the
-                    // panel holds `kp × NR` words; the CPU features are this function's.
-                    unsafe {
-                        pack::<NR>(panel, kc, cols, b_block.wrapping_offset((q * NR) as isize * p.csb), p.csb, p.rsb)
-                    };
+                if p.csb == 1 {
+                    // SAFETY: rows `pc..pc+kc` and columns `jc..jc+nc` lie inside `B`; `bp` holds
+                    // `nc.div_ceil(NR)` panels of `kp × NR` words; the CPU features are this
+                    // function's.
+                    unsafe { pack_b_rows(bp, kc, nc, b_block, p.rsb) };
+                } else {
+                    for (q, panel) in bp.chunks_exact_mut(kp * NR).take(nc.div_ceil(NR)).enumerate() {
+                        let cols = NR.min(nc - q * NR);
+                        // SAFETY: rows `pc..pc+kc` and columns `jc+q·NR..+cols` lie inside `B`;
+                        // the panel holds `kp × NR` words; the CPU features are this function's.
+                        unsafe {
+                            pack::<NR>(
+                                panel,
+                                kc,
+                                cols,
+                                b_block.wrapping_offset((q * NR) as isize * p.csb),
+                                p.csb,
+                                p.rsb,
+                            )
+                        };
+                    }
                 }
                 for ir in (0..p.m).step_by(MR) {
                     let rows = MR.min(p.m - ir);
-                    let a_rows = p.a.wrapping_offset(ir as isize * p.rsa + pc as isize * p.csa);
-                    // SAFETY: rows `ir..ir+rows` and columns `pc..pc+kc` lie inside `A`; `ap` holds
-                    // `kp_max × MR >= kp × MR` words.
-                    unsafe { pack::<MR>(&mut ap[..kp * MR], kc, rows, a_rows, p.rsa, p.csa) };
+                    let a_panel = match packed {
+                        Some(all) => all.0.wrapping_add(packed_at(&p, pc, ir / MR)).cast_const(),
+                        None => {
+                            let a_rows = p.a.wrapping_offset(ir as isize * p.rsa + pc as isize * p.csa);
+                            // SAFETY: rows `ir..ir+rows` and columns `pc..pc+kc` lie inside `A`;
+                            // `ap` holds `kp_max × MR >= kp × MR` words.
+                            unsafe { pack::<MR>(&mut ap[..kp * MR], kc, rows, a_rows, p.rsa, p.csa) };
+                            ap.as_ptr()
+                        }
+                    };
                     for jr in (0..nc).step_by(NR) {
                         let tile = Tile {
                             kp,
-                            a: ap.as_ptr(),
+                            a: a_panel,
                             b: bp.as_ptr().wrapping_add(jr * kp),
                             c: p.c.wrapping_add(ir * p.ldc + jc + jr),
                             ldc: p.ldc,
@@ -275,6 +388,49 @@ unsafe fn pack_interleave<const W: usize>(dst: &mut [u32], kc: usize, width: usi
     }
 }
 
+// NOTE [bf16 B packed by rows]: a row-major `B` was packed panel by panel, each panel reading
+// 128 bytes from each of the block's `KC` rows (16 KB apart at n = 4096): a new page and a new
+// line per row, in an order the hardware prefetcher does not follow, so packing ran at memory
+// latency (on 4096³, with `A` packed once, `pack_interleave`'s two loads held 19% of the
+// multiply's samples). `pack_b_rows` packs the whole `KC × NC` block one pair of rows at a time
+// instead, reading both rows from end to end (2 KB each) and writing 32 words to each panel: the
+// same words, read in the order they lie in memory.
+
+/// Packs the `kc × nc` block of a `B` whose columns are contiguous (rows `ks` apart) into
+/// `nc.div_ceil(NR)` panels of `ceil(kc / 2) × NR` words (as `pack::<NR>` of each panel), a pair of
+/// rows at a time (NOTE [bf16 B packed by rows]).
+///
+/// # Safety
+/// `src` must be valid for `kc` rows of `nc` values, rows `ks` apart; `dst` must hold
+/// `nc.div_ceil(NR) × ceil(kc / 2) × NR` words; the CPU must support AVX-512F, AVX-512BW and
+/// AVX512_BF16.
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+unsafe fn pack_b_rows(dst: &mut [u32], kc: usize, nc: usize, src: *const f32, ks: isize) {
+    let kp = kc.div_ceil(2);
+    let vectors = nc.div_ceil(NR) * (NR / 16);
+    debug_assert!(dst.len() >= vectors / 2 * kp * NR);
+    for s in 0..kp {
+        let even = src.wrapping_offset((2 * s) as isize * ks);
+        let odd = src.wrapping_offset((2 * s + 1) as isize * ks);
+        for v in 0..vectors {
+            // Vectors past `nc` (the last panel's padding) load nothing and store zeros.
+            let valid = mask16(nc.saturating_sub(16 * v));
+            // SAFETY: masked-off lanes are not read; the lanes kept are values `16v + l < nc` of
+            // rows `2s` (and `2s + 1` when below `kc`).
+            let e = unsafe { _mm512_maskz_loadu_ps(valid, even.wrapping_add(16 * v)) };
+            let o = if 2 * s + 1 < kc {
+                // SAFETY: as above.
+                unsafe { _mm512_maskz_loadu_ps(valid, odd.wrapping_add(16 * v)) }
+            } else {
+                _mm512_setzero_ps()
+            };
+            let at = (v / 2) * kp * NR + s * NR + 16 * (v % 2);
+            // SAFETY: panel `v / 2`, step `s`, words `16·(v % 2)..+16`: inside `dst`.
+            unsafe { _mm512_storeu_si512(dst.as_mut_ptr().add(at).cast(), interleave(e, o)) };
+        }
+    }
+}
+
 /// Transposes 16 vectors of 16 words (`r[i]` lane `j` → `out[j]` lane `i`).
 #[target_feature(enable = "avx512f")]
 fn transpose16(r: [__m512i; 16]) -> [__m512i; 16] {
@@ -388,7 +544,7 @@ unsafe fn block<const R: usize, const V: usize>(t: Tile) {
     let Tile { kp, a, b, c, ldc, rows, cols, accumulate } = t;
     let mut acc = [[_mm512_setzero_ps(); V]; R];
     let (mut a, mut b) = (a, b);
-    for _ in 0..kp {
+    let mut step = |a: *const u32, b: *const u32| {
         let mut bv = [_mm512_setzero_si512(); V];
         for (v, x) in bv.iter_mut().enumerate() {
             // SAFETY: `b` points at this step's NR = 32 words and `v < 2`.
@@ -405,7 +561,25 @@ unsafe fn block<const R: usize, const V: usize>(t: Tile) {
                 *r = _mm512_dpbf16_ps(*r, ai, bx);
             }
         }
+    };
+    // The tile of `C` is prefetched `C_AHEAD` pair steps before the end (NOTE [Prefetching C]).
+    let ahead = kp.min(C_AHEAD);
+    for _ in 0..kp - ahead {
+        step(a, b);
         // Wrapping: after the last step these point one step past the panels and are not read.
+        a = a.wrapping_add(MR);
+        b = b.wrapping_add(NR);
+    }
+    for i in 0..rows {
+        let p = c.wrapping_add(i * ldc);
+        _mm_prefetch::<_MM_HINT_T0>(p.cast());
+        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(cols - 1).cast());
+        if cols > 16 {
+            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(16).cast());
+        }
+    }
+    for _ in 0..ahead {
+        step(a, b);
         a = a.wrapping_add(MR);
         b = b.wrapping_add(NR);
     }
@@ -501,6 +675,30 @@ mod tests {
         }
     }
 
+    /// The whole-block packing of a row-major `B` gives each panel as `pack::<NR>` does, padding
+    /// the last one with zeros.
+    #[test]
+    fn row_packing_of_b_matches_panel_packing() {
+        if !have() {
+            return;
+        }
+        let ks = 150usize;
+        let data: Vec<f32> = (0..80 * ks).map(|i| ((i * 7919) % 1013) as f32 * 0.41 - 200.0).collect();
+        for &(kc, nc) in &[(1usize, 1usize), (2, 32), (7, 33), (33, 64), (64, 150), (79, 100), (80, 16)] {
+            let (kp, panels) = (kc.div_ceil(2), nc.div_ceil(NR));
+            let mut got = vec![u32::MAX; panels * kp * NR];
+            // SAFETY: the features were detected; `kc` rows of `nc <= ks` values lie in `data`.
+            unsafe { pack_b_rows(&mut got, kc, nc, data.as_ptr(), ks as isize) };
+            for q in 0..panels {
+                let mut want = vec![u32::MAX; kp * NR];
+                let cols = NR.min(nc - q * NR);
+                // SAFETY: as above.
+                unsafe { pack::<NR>(&mut want, kc, cols, data.as_ptr().add(q * NR), 1, ks as isize) };
+                assert_eq!(got[q * kp * NR..(q + 1) * kp * NR], want[..], "kc={kc} nc={nc} panel {q}");
+            }
+        }
+    }
+
     /// The product equals the float64 product of the bfloat16-rounded operands (the only rounding
     /// left is float32 summation), for edge tiles, block boundaries and transposed operands.
     #[test]
@@ -575,7 +773,7 @@ mod tests {
         for &(m, k, n) in &shapes {
             for (ta, tb) in [(false, false), (true, false), (false, true)] {
                 // SAFETY: the features were detected; `product_bits` passes valid operands.
-                let want = product_bits(m, k, n, ta, tb, |p| unsafe { serial(p) });
+                let want = product_bits(m, k, n, ta, tb, |p| unsafe { serial(p, None) });
                 for threads in 1..=3 {
                     // SAFETY: as above.
                     let got = product_bits(m, k, n, ta, tb, |p| unsafe { sgemm_threads(p, threads, 0) });
@@ -596,8 +794,10 @@ mod tests {
         }
         let shapes = [(64, 300, 100), (100, 64, 1030), (300, 90, 20)];
         // SAFETY: the features were detected; `product_bits` passes valid operands.
-        let wants: Vec<Vec<u32>> =
-            shapes.iter().map(|&(m, k, n)| product_bits(m, k, n, false, false, |p| unsafe { serial(p) })).collect();
+        let wants: Vec<Vec<u32>> = shapes
+            .iter()
+            .map(|&(m, k, n)| product_bits(m, k, n, false, false, |p| unsafe { serial(p, None) }))
+            .collect();
         let run_one = move |i: usize, wants: &[Vec<u32>]| {
             let (m, k, n) = shapes[i % shapes.len()];
             let got = product_bits(m, k, n, false, false, |p| {
