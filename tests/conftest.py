@@ -74,3 +74,22 @@ def run_in_threads(fn, args=(), num_threads=10, timeout=20.0, *, pass_index=Fals
     if errors:
         raise errors[0][1]
     return None
+
+
+def mlp_grads_np(x, ws, y):
+    """Weight gradients of mean((h - y)^2) for h = relu(...relu(x w0)...) w_last, a bias-free ReLU MLP,
+    in float64 (NumPy: the oracle of the MLP tests)."""
+    hs, h = [x], x
+    for i, w in enumerate(ws):
+        h = h @ w
+        if i < len(ws) - 1:
+            h = np.maximum(h, 0)
+        hs.append(h)
+    g = 2 * (h - y) / h.size
+    grads = [None] * len(ws)
+    for i in reversed(range(len(ws))):
+        grads[i] = hs[i].T @ g
+        g = g @ ws[i].T
+        if i > 0:
+            g = g * (hs[i] > 0)
+    return grads

@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 import pytest
+from conftest import mlp_grads_np
 
 import tapegrad as tg
 from tapegrad import _tapegrad as C
@@ -54,21 +55,7 @@ def make_step(seed=0):
         return [w.grad for w in ws]
 
     def oracle():
-        x64, ws64 = x_np.astype(np.float64), [w.astype(np.float64) for w in ws_np]
-        hs, h = [x64], x64
-        for i, w in enumerate(ws64):
-            h = h @ w
-            if i < len(ws64) - 1:
-                h = np.maximum(h, 0)
-            hs.append(h)
-        g = 2 * (h - y_np) / h.size
-        grads = [None] * len(ws64)
-        for i in reversed(range(len(ws64))):
-            grads[i] = hs[i].T @ g
-            g = g @ ws64[i].T
-            if i > 0:
-                g = g * (hs[i] > 0)
-        return grads
+        return mlp_grads_np(x_np.astype(np.float64), [w.astype(np.float64) for w in ws_np], y_np.astype(np.float64))
 
     return step, oracle
 

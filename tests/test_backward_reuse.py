@@ -5,26 +5,9 @@ keep its values; the products' gradients (both operands, a transposed one, secon
 
 import numpy as np
 import pytest
+from conftest import mlp_grads_np
 
 import tapegrad as tg
-
-
-def mlp_grads_np(x, ws, y):
-    """Weight gradients of mean((relu(relu(x w0) w1) w2 - y)^2) in float64."""
-    hs, h = [x], x
-    for i, w in enumerate(ws):
-        h = h @ w
-        if i < len(ws) - 1:
-            h = np.maximum(h, 0)
-        hs.append(h)
-    g = 2 * (h - y) / h.size
-    grads = [None] * len(ws)
-    for i in reversed(range(len(ws))):
-        grads[i] = hs[i].T @ g
-        g = g @ ws[i].T
-        if i > 0:
-            g = g * (hs[i] > 0)
-    return grads
 
 
 @pytest.mark.parametrize("sizes", [(64, 96, 80, 32), (256, 512, 512, 256)])

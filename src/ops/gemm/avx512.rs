@@ -63,6 +63,25 @@ pub(super) unsafe fn kernel(t: Tile) {
     unsafe { run(t) }
 }
 
+/// Prefetches a tile of `C` of `rows` rows and `cols <= 32` columns at `c` (row stride `ldc`)
+/// into L1 (NOTE [Prefetching C]): each row's first and last values, and its middle line when the
+/// row is wider than 16 (a row spans at most three lines). A prefetch never faults, so any address
+/// is sound; the float32 and bfloat16 kernels share it.
+#[inline(always)]
+pub(super) fn prefetch_c(c: *const f32, ldc: usize, rows: usize, cols: usize) {
+    for i in 0..rows {
+        let p = c.wrapping_add(i * ldc);
+        // SAFETY: `prefetcht0` is a hint: it reads no memory architecturally and cannot fault.
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(p.cast());
+            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(cols - 1).cast());
+            if cols > 16 {
+                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(16).cast());
+            }
+        }
+    }
+}
+
 /// The loop behind `kernel` for `R` rows (of the 12-row panel) and `V` vectors of 16 columns.
 ///
 /// # Safety
@@ -106,16 +125,7 @@ unsafe fn block<const R: usize, const V: usize>(t: Tile) {
         step(&mut a_rows, b);
         b = b.wrapping_add(bks);
     }
-    for i in 0..rows {
-        let p = c.wrapping_add(i * ldc);
-        // The row's first and last values (they span at most three lines; the middle one is
-        // fetched by the hardware's adjacent-line prefetch or with the first).
-        _mm_prefetch::<_MM_HINT_T0>(p.cast());
-        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(cols - 1).cast());
-        if cols > 16 {
-            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(16).cast());
-        }
-    }
+    prefetch_c(c, ldc, rows, cols);
     for _ in 0..ahead {
         step(&mut a_rows, b);
         b = b.wrapping_add(bks);

@@ -570,14 +570,7 @@ unsafe fn block<const R: usize, const V: usize>(t: Tile) {
         a = a.wrapping_add(MR);
         b = b.wrapping_add(NR);
     }
-    for i in 0..rows {
-        let p = c.wrapping_add(i * ldc);
-        _mm_prefetch::<_MM_HINT_T0>(p.cast());
-        _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(cols - 1).cast());
-        if cols > 16 {
-            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(16).cast());
-        }
-    }
+    super::avx512::prefetch_c(c, ldc, rows, cols);
     for _ in 0..ahead {
         step(a, b);
         a = a.wrapping_add(MR);
