@@ -57,14 +57,18 @@ extern "C" fn prepare() {
 
 #[cfg(unix)]
 extern "C" fn parent() {
-    crate::alloc::after_fork(false);
-    crate::tensor::random::after_fork();
-    crate::parallel::after_fork(false);
+    release(false);
 }
 
 #[cfg(unix)]
 extern "C" fn child() {
-    crate::alloc::after_fork(true);
+    release(true);
+}
+
+/// Releases what `prepare` took, in the reverse order, on either side of the fork.
+#[cfg(unix)]
+fn release(in_child: bool) {
+    crate::alloc::after_fork(in_child);
     crate::tensor::random::after_fork();
-    crate::parallel::after_fork(true);
+    crate::parallel::after_fork(in_child);
 }
