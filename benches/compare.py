@@ -441,8 +441,6 @@ def mm_make(lib, name):
 def workloads():
     tg = try_import("tapegrad")
     torch = try_import("torch")
-    if torch is not None:
-        torch.set_num_threads(os.cpu_count() or 1)
     w = {
         "W1": {"tapegrad": w1_tapegrad, "torch": w1_torch if torch else None, "numpy": w1_numpy},
         "W2": {"tapegrad": w2_make(tg), "torch": w2_make(torch) if torch else None},
@@ -564,13 +562,13 @@ def run_one(name, repeats, settle=0.0, only=None):
 
     Besides the times, records each implementation's minor page faults per round (the last round's,
     `resource.getrusage`): a workload that reuses its buffers pays none after its first round."""
-    if one_thread(name):
-        try:
-            import torch
-
-            torch.set_num_threads(1)
-        except ImportError:
-            pass
+    # PyTorch's thread count is set here, once, for the whole child: `/1t` rows on one thread, the
+    # others on all. (Until session 10 `workloads()` set it to all threads after this had set one,
+    # so PyTorch's `/1t` rows ran on both cores; the rows of earlier sessions' tables that compare
+    # PyTorch on one thread are not comparable.)
+    torch = try_import("torch")
+    if torch is not None:
+        torch.set_num_threads(1 if one_thread(name) else (os.cpu_count() or 1))
     impls = {k: f() for k, f in workloads()[name].items() if f is not None and only in (None, k)}
     times = {k: [] for k in impls}
     extra = {k: {} for k in impls}
