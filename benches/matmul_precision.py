@@ -60,7 +60,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="skip 4096^3")
     args = ap.parse_args()
-    print(f"CPU: {cpu_model()}; AVX512_BF16 kernel: {tg._tapegrad._bf16_matmul_available()}")
+    print(f"CPU: {cpu_model()}; kernel of 'medium': {tg._tapegrad._bf16_matmul_kernel() or 'none (exact float32)'}")
     print(f"{'product':32s} {'highest GFLOP/s':>16s} {'medium GFLOP/s':>15s} {'speedup':>8s}")
     rng = np.random.default_rng(0)
     rows = [r for r in products() if not (args.quick and r[0] == "4096^3")]

@@ -11,7 +11,7 @@ import tapegrad as tg
 from tapegrad import _tapegrad as _C
 
 BF16 = _C._bf16_matmul_available()
-needs_bf16 = pytest.mark.skipif(not BF16, reason="this CPU has no AVX512_BF16")
+needs_bf16 = pytest.mark.skipif(not BF16, reason="this CPU runs 'medium' exactly (no AMX, nor AVX512_BF16 on AMD)")
 
 
 @pytest.fixture(autouse=True)
@@ -112,13 +112,38 @@ def test_medium_error_is_bfloat16_rounding_of_the_operands(m, k, n):
     assert rel((tg.from_numpy(a) @ tg.from_numpy(b)).numpy(), want) < 2e-7 * np.sqrt(k) + 2e-7
 
 
-@pytest.mark.skipif(BF16, reason="this CPU has AVX512_BF16")
+@pytest.mark.skipif(BF16, reason=f"this CPU runs 'medium' with bfloat16 products ({_C._bf16_matmul_kernel()})")
 def test_medium_without_bf16_hardware_is_exact():
     rng = np.random.default_rng(5)
     a, b = randn(rng, 40, 300), randn(rng, 300, 50)
     exact = (tg.from_numpy(a) @ tg.from_numpy(b)).numpy()
     tg.set_float32_matmul_precision("medium")
     np.testing.assert_array_equal((tg.from_numpy(a) @ tg.from_numpy(b)).numpy(), exact)
+
+
+def cpu_flags_and_vendor():
+    with open("/proc/cpuinfo") as f:
+        info = f.read()
+    fields = {}
+    for line in info.splitlines():
+        name, _, value = line.partition(":")
+        fields.setdefault(name.strip(), value.split())
+    return set(fields["flags"]), fields["vendor_id"][0]
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/cpuinfo"), reason="needs Linux's /proc/cpuinfo")
+def test_the_kernel_of_medium_follows_the_cpu():
+    # AMX tiles where the CPU has them; vdpbf16ps on AMD only (on Intel's cores it is no faster than
+    # float32 FMAs: NOTE [Why AMX for "medium"]); else exact float32.
+    flags, vendor = cpu_flags_and_vendor()
+    if {"amx_tile", "amx_bf16"} <= flags:
+        want = "amx"
+    elif "avx512_bf16" in flags and vendor == "AuthenticAMD":
+        want = "avx512_bf16"
+    else:
+        want = None
+    assert _C._bf16_matmul_kernel() == want
+    assert _C._bf16_matmul_available() == (want is not None)
 
 
 # ----------------------------------------------------------------------------- every path

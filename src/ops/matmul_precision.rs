@@ -74,19 +74,48 @@ pub fn set_float32_matmul_precision(p: MatmulPrecision) {
     PRECISION.store(p.code(), Ordering::Relaxed);
 }
 
-/// Whether this CPU runs "medium" with bfloat16 products (AVX512_BF16, with the AVX-512F and BW
-/// it builds on); where it does not, "medium" multiplies exactly.
+/// Whether this CPU runs "medium" with bfloat16 products: on AMX tiles where it has AMX-BF16
+/// (`gemm/amx.rs`), else with `vdpbf16ps` on an AMD CPU with AVX512_BF16 (`gemm/bf16.rs`); where
+/// neither, "medium" multiplies exactly. Intel's AVX-512 cores issue `vdpbf16ps` at half the rate
+/// of AMD's, no faster than float32 FMAs (NOTE [Why AMX for "medium"]), so an Intel CPU with
+/// AVX512_BF16 and no AMX (Cooper Lake) multiplies exactly.
 pub fn bf16_products_available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512bw")
-            && std::arch::is_x86_feature_detected!("avx512bf16")
+        crate::ops::gemm::amx_available() || (vdpbf16ps_available() && amd())
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         false
     }
+}
+
+/// The kernel "medium" runs: "amx" or "avx512_bf16", or `None` (exact float32).
+pub fn bf16_kernel_name() -> Option<&'static str> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if crate::ops::gemm::amx_available() {
+            return Some("amx");
+        }
+    }
+    bf16_products_available().then_some("avx512_bf16")
+}
+
+/// Whether the CPU has what the `vdpbf16ps` kernel needs: AVX512_BF16 and the AVX-512F and BW it
+/// builds on.
+#[cfg(target_arch = "x86_64")]
+pub fn vdpbf16ps_available() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512bf16")
+}
+
+/// Whether the CPU's vendor string is AMD's.
+#[cfg(target_arch = "x86_64")]
+fn amd() -> bool {
+    let id = std::arch::x86_64::__cpuid(0);
+    let vendor: Vec<u8> = [id.ebx, id.edx, id.ecx].iter().flat_map(|w| w.to_le_bytes()).collect();
+    vendor == b"AuthenticAMD"
 }
 
 thread_local! {

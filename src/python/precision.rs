@@ -28,9 +28,16 @@ fn _bf16_matmul_available() -> bool {
     mp::bf16_products_available()
 }
 
+/// The kernel of "medium": "amx", "avx512_bf16", or None (exact float32).
+#[pyfunction]
+fn _bf16_matmul_kernel() -> Option<&'static str> {
+    mp::bf16_kernel_name()
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_set_float32_matmul_precision, m)?)?;
     m.add_function(wrap_pyfunction!(_get_float32_matmul_precision, m)?)?;
     m.add_function(wrap_pyfunction!(_bf16_matmul_available, m)?)?;
+    m.add_function(wrap_pyfunction!(_bf16_matmul_kernel, m)?)?;
     Ok(())
 }

@@ -31,7 +31,7 @@ use crate::ops::linalg::{Band, Problem};
 /// Rows of `C` per micro-kernel call.
 const MR: usize = 12;
 /// Columns of `C` per micro-kernel call (two zmm vectors of float32).
-const NR: usize = 32;
+pub(super) const NR: usize = 32;
 /// Steps of `k` per packed block (even: a block boundary never splits a pair).
 const KC: usize = 512;
 /// Columns of `B` per packed block.
@@ -236,7 +236,7 @@ unsafe fn serial(p: Problem<f32>, packed: Option<PackedA>) {
                     // SAFETY: rows `pc..pc+kc` and columns `jc..jc+nc` lie inside `B`; `bp` holds
                     // `nc.div_ceil(NR)` panels of `kp × NR` words; the CPU features are this
                     // function's.
-                    unsafe { pack_b_rows(bp, kc, nc, b_block, p.rsb) };
+                    unsafe { pack_b_rows(bp, kc, nc, b_block, p.rsb, kp) };
                 } else {
                     for (q, panel) in bp.chunks_exact_mut(kp * NR).take(nc.div_ceil(NR)).enumerate() {
                         let cols = NR.min(nc - q * NR);
@@ -300,7 +300,7 @@ pub(crate) fn bf16_bits(x: f32) -> u16 {
     ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) as u16
 }
 
-fn mask16(n: usize) -> __mmask16 {
+pub(super) fn mask16(n: usize) -> __mmask16 {
     if n >= 16 {
         0xFFFF
     } else {
@@ -316,7 +316,14 @@ fn mask16(n: usize) -> __mmask16 {
 /// `src` must be valid for `width` lines of `kc` values at those strides; `dst` must hold
 /// `ceil(kc / 2) × W` words; the CPU must support AVX-512F, AVX-512BW and AVX512_BF16.
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-unsafe fn pack<const W: usize>(dst: &mut [u32], kc: usize, width: usize, src: *const f32, ls: isize, ks: isize) {
+pub(super) unsafe fn pack<const W: usize>(
+    dst: &mut [u32],
+    kc: usize,
+    width: usize,
+    src: *const f32,
+    ls: isize,
+    ks: isize,
+) {
     debug_assert!(dst.len() >= kc.div_ceil(2) * W && width <= W);
     if ls == 1 {
         // SAFETY: forwarded contract.
@@ -397,18 +404,18 @@ unsafe fn pack_interleave<const W: usize>(dst: &mut [u32], kc: usize, width: usi
 // same words, read in the order they lie in memory.
 
 /// Packs the `kc × nc` block of a `B` whose columns are contiguous (rows `ks` apart) into
-/// `nc.div_ceil(NR)` panels of `ceil(kc / 2) × NR` words (as `pack::<NR>` of each panel), a pair of
-/// rows at a time (NOTE [bf16 B packed by rows]).
+/// `nc.div_ceil(NR)` panels of `steps × NR` words (as `pack::<NR>` of each panel, then zero pair
+/// steps up to `steps >= ceil(kc / 2)`), a pair of rows at a time (NOTE [bf16 B packed by rows]).
 ///
 /// # Safety
 /// `src` must be valid for `kc` rows of `nc` values, rows `ks` apart; `dst` must hold
-/// `nc.div_ceil(NR) × ceil(kc / 2) × NR` words; the CPU must support AVX-512F, AVX-512BW and
+/// `nc.div_ceil(NR) × steps × NR` words; the CPU must support AVX-512F, AVX-512BW and
 /// AVX512_BF16.
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-unsafe fn pack_b_rows(dst: &mut [u32], kc: usize, nc: usize, src: *const f32, ks: isize) {
+pub(super) unsafe fn pack_b_rows(dst: &mut [u32], kc: usize, nc: usize, src: *const f32, ks: isize, steps: usize) {
     let kp = kc.div_ceil(2);
     let vectors = nc.div_ceil(NR) * (NR / 16);
-    debug_assert!(dst.len() >= vectors / 2 * kp * NR);
+    debug_assert!(dst.len() >= vectors / 2 * steps * NR && steps >= kp);
     for s in 0..kp {
         let even = src.wrapping_offset((2 * s) as isize * ks);
         let odd = src.wrapping_offset((2 * s + 1) as isize * ks);
@@ -424,16 +431,20 @@ unsafe fn pack_b_rows(dst: &mut [u32], kc: usize, nc: usize, src: *const f32, ks
             } else {
                 _mm512_setzero_ps()
             };
-            let at = (v / 2) * kp * NR + s * NR + 16 * (v % 2);
+            let at = (v / 2) * steps * NR + s * NR + 16 * (v % 2);
             // SAFETY: panel `v / 2`, step `s`, words `16·(v % 2)..+16`: inside `dst`.
             unsafe { _mm512_storeu_si512(dst.as_mut_ptr().add(at).cast(), interleave(e, o)) };
         }
+    }
+    // Pair steps `kp..steps` of every panel (padding for the AMX kernel's 16-step tiles) are zeros.
+    for panel in dst.chunks_exact_mut(steps * NR).take(vectors / 2) {
+        panel[kp * NR..].fill(0);
     }
 }
 
 /// Transposes 16 vectors of 16 words (`r[i]` lane `j` → `out[j]` lane `i`).
 #[target_feature(enable = "avx512f")]
-fn transpose16(r: [__m512i; 16]) -> [__m512i; 16] {
+pub(super) fn transpose16(r: [__m512i; 16]) -> [__m512i; 16] {
     let mut a = [_mm512_setzero_si512(); 16];
     for i in 0..8 {
         a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
@@ -591,14 +602,15 @@ unsafe fn block<const R: usize, const V: usize>(t: Tile) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn have() -> bool {
-        crate::ops::matmul_precision::bf16_products_available()
+        crate::ops::matmul_precision::vdpbf16ps_available()
     }
 
-    fn bf(x: f32) -> f64 {
+    /// `x` rounded to bfloat16, as a float64.
+    pub(in super::super) fn bf(x: f32) -> f64 {
         f32::from_bits(u32::from(bf16_bits(x)) << 16) as f64
     }
 
@@ -681,7 +693,7 @@ mod tests {
             let (kp, panels) = (kc.div_ceil(2), nc.div_ceil(NR));
             let mut got = vec![u32::MAX; panels * kp * NR];
             // SAFETY: the features were detected; `kc` rows of `nc <= ks` values lie in `data`.
-            unsafe { pack_b_rows(&mut got, kc, nc, data.as_ptr(), ks as isize) };
+            unsafe { pack_b_rows(&mut got, kc, nc, data.as_ptr(), ks as isize, kp) };
             for q in 0..panels {
                 let mut want = vec![u32::MAX; kp * NR];
                 let cols = NR.min(nc - q * NR);
@@ -699,15 +711,21 @@ mod tests {
         if !have() {
             return;
         }
-        for &(m, k, n) in &[(1, 1, 1), (13, 5, 33), (12, 32, 32), (64, 1000, 100), (7, 1025, 530), (30, 3, 600)] {
+        let shapes = [(1, 1, 1), (13, 5, 33), (12, 32, 32), (64, 1000, 100), (7, 1025, 530), (30, 3, 600)];
+        // SAFETY: the features were detected; `assert_rounded_product` passes valid operands.
+        assert_rounded_product(&shapes, |p| unsafe { sgemm(p) });
+    }
+
+    /// Runs `run` on the test operands of each shape, plain and transposed, and checks `C` (row
+    /// stride `n + 3`, NaN-filled) against the float64 product of the bfloat16-rounded operands,
+    /// within float32 summation's error, and that nothing past column `n` was written.
+    pub(in super::super) fn assert_rounded_product(shapes: &[(usize, usize, usize)], run: impl Fn(Problem<f32>)) {
+        for &(m, k, n) in shapes {
             for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
                 let (a, b, (rsa, csa), (rsb, csb)) = operands(m, k, n, ta, tb);
                 let ldc = n + 3;
                 let mut c = vec![f32::NAN; m * ldc];
-                let p = Problem { m, k, n, a: a.as_ptr(), rsa, csa, b: b.as_ptr(), rsb, csb, c: c.as_mut_ptr(), ldc };
-                // SAFETY: the features were detected; the vectors have exactly the sizes these
-                // shapes and strides reach.
-                unsafe { sgemm(p) };
+                run(Problem { m, k, n, a: a.as_ptr(), rsa, csa, b: b.as_ptr(), rsb, csb, c: c.as_mut_ptr(), ldc });
                 for i in 0..m {
                     for j in 0..n {
                         let (mut want, mut mag) = (0.0f64, 0.0f64);
@@ -732,11 +750,17 @@ mod tests {
     }
 
     /// A matrix's (row, column) strides in elements.
-    type Strides = (isize, isize);
+    pub(in super::super) type Strides = (isize, isize);
 
     /// The test operands of an `m×k·k×n` product and their (row, column) strides: `A` stored
     /// transposed when `ta`, `B` when `tb`.
-    fn operands(m: usize, k: usize, n: usize, ta: bool, tb: bool) -> (Vec<f32>, Vec<f32>, Strides, Strides) {
+    pub(in super::super) fn operands(
+        m: usize,
+        k: usize,
+        n: usize,
+        ta: bool,
+        tb: bool,
+    ) -> (Vec<f32>, Vec<f32>, Strides, Strides) {
         let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 23) as f32 / 11.3 - 1.0).collect();
         let b: Vec<f32> = (0..k * n).map(|i| ((i * 104_729) % 19) as f32 / 9.7 - 1.0).collect();
         let sa = if ta { (1, m as isize) } else { (k as isize, 1) };
@@ -746,7 +770,14 @@ mod tests {
 
     /// Operands of an `m×k·k×n` product (transposed storage when `ta`/`tb`) and `C`'s bits after
     /// `run` computes it (`C` with row stride `n + 3`, NaN-filled).
-    fn product_bits(m: usize, k: usize, n: usize, ta: bool, tb: bool, run: impl Fn(Problem<f32>)) -> Vec<u32> {
+    pub(in super::super) fn product_bits(
+        m: usize,
+        k: usize,
+        n: usize,
+        ta: bool,
+        tb: bool,
+        run: impl Fn(Problem<f32>),
+    ) -> Vec<u32> {
         let (a, b, (rsa, csa), (rsb, csb)) = operands(m, k, n, ta, tb);
         let ldc = n + 3;
         let mut c = vec![f32::NAN; m * ldc];

@@ -18,6 +18,7 @@
 //! machine. `matrixmultiply`, the kernel before it (and still the fallback), took 89.3 ms for a
 //! threaded 2048³ on both cores (the measurement in `ops/linalg.rs`), about 96 GFLOP/s per core.
 
+mod amx;
 mod avx512;
 mod bf16;
 mod pack;
@@ -28,6 +29,8 @@ use std::cell::RefCell;
 
 use super::linalg::Problem;
 use avx512::{MR, NR};
+
+pub(crate) use amx::available as amx_available;
 
 const KC: usize = 384;
 const MC: usize = 1536;
@@ -165,8 +168,13 @@ pub(crate) unsafe fn sgemm(p: Problem<f32>) {
         return;
     }
     if crate::ops::matmul_precision::use_bf16_products() {
-        // SAFETY: AVX-512F/BW and AVX512_BF16 were detected; the caller's contract is `bf16::sgemm`'s.
-        unsafe { bf16::sgemm(p) };
+        if amx::available() {
+            // SAFETY: `available` held; the caller's contract is `amx::sgemm`'s.
+            unsafe { amx::sgemm(p) };
+        } else {
+            // SAFETY: AVX-512F/BW and AVX512_BF16 were detected; the caller's contract is `bf16::sgemm`'s.
+            unsafe { bf16::sgemm(p) };
+        }
         return;
     }
     if !std::arch::is_x86_feature_detected!("avx512f") || k == 0 {
