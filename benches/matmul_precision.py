@@ -1,7 +1,10 @@
-"""float32 matmul throughput at "highest" against "medium" (bfloat16 products, AVX512_BF16), in one
-run: 4096^3, 256^3 and every product of W4's step (forward, and backward's transposed operands), then the
-whole W4 step. The two precisions alternate within each round and the table keeps each one's
-minimum over the rounds, so that load from other processes hits both alike.
+"""float32 matmul throughput at "highest" against "medium" (bfloat16 products: AMX tiles, or
+AVX512_BF16 on AMD), in one run: 4096^3, 256^3 and every product of W4's step (forward, and
+backward's transposed operands), then the whole W4 step. The two precisions alternate within each
+round and the table keeps each one's minimum over the rounds, so that load from other processes hits
+both alike. With PyTorch installed, its "medium" runs in the same rounds (`torch medium` column, and
+tapegrad's time over PyTorch's); PyTorch on a CPU uses bfloat16 for "medium" through oneDNN where
+the CPU has AMX or AVX512_BF16.
 
     python benches/matmul_precision.py [--rounds N] [--quick]
 """
@@ -13,6 +16,11 @@ from timing import best_of as timed
 from timing import cpu_model
 
 import tapegrad as tg
+
+try:
+    import torch
+except ImportError:
+    torch = None
 
 W4_SIZES, W4_BATCH = (1024, 4096, 4096, 1024), 256
 
@@ -29,18 +37,18 @@ def products():
     return out
 
 
-def operand(rng, rows, cols, transposed):
+def operand(lib, rng, rows, cols, transposed):
     if transposed:
-        return tg.from_numpy(rng.standard_normal((cols, rows)).astype(np.float32)).t()
-    return tg.from_numpy(rng.standard_normal((rows, cols)).astype(np.float32))
+        return lib.from_numpy(rng.standard_normal((cols, rows)).astype(np.float32)).t()
+    return lib.from_numpy(rng.standard_normal((rows, cols)).astype(np.float32))
 
 
-def w4_step():
+def w4_step(lib):
     rng = np.random.default_rng(0)
-    ws = [tg.from_numpy((rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32)).requires_grad_()
+    ws = [lib.from_numpy((rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32)).requires_grad_()
           for a, b in zip(W4_SIZES, W4_SIZES[1:])]
-    x = tg.from_numpy(rng.standard_normal((W4_BATCH, W4_SIZES[0])).astype(np.float32))
-    y = tg.from_numpy(rng.standard_normal((W4_BATCH, W4_SIZES[-1])).astype(np.float32))
+    x = lib.from_numpy(rng.standard_normal((W4_BATCH, W4_SIZES[0])).astype(np.float32))
+    y = lib.from_numpy(rng.standard_normal((W4_BATCH, W4_SIZES[-1])).astype(np.float32))
 
     def run():
         h = x
@@ -61,30 +69,46 @@ def main():
     ap.add_argument("--quick", action="store_true", help="skip 4096^3")
     args = ap.parse_args()
     print(f"CPU: {cpu_model()}; kernel of 'medium': {tg._tapegrad._bf16_matmul_kernel() or 'none (exact float32)'}")
-    print(f"{'product':32s} {'highest GFLOP/s':>16s} {'medium GFLOP/s':>15s} {'speedup':>8s}")
+    libs = {"highest": tg, "medium": tg}
+    if torch is not None:
+        torch.set_float32_matmul_precision("medium")
+        libs["torch medium"] = torch
+    print(f"{'product':32s} {'highest GFLOP/s':>16s} {'medium GFLOP/s':>15s} {'speedup':>8s}"
+          + (f" {'torch medium':>13s} {'tg/torch time':>14s}" if torch is not None else ""))
     rng = np.random.default_rng(0)
     rows = [r for r in products() if not (args.quick and r[0] == "4096^3")]
     for label, m, k, n, ta, tb in rows:
-        a, b = operand(rng, m, k, ta), operand(rng, k, n, tb)
+        seed = rng.integers(1 << 30)
+        operands = {name: (operand(lib, np.random.default_rng(seed), m, k, ta),
+                           operand(lib, np.random.default_rng(seed + 1), k, n, tb)) for name, lib in libs.items()}
         reps = 2 if m * k * n >= 4096**3 else 5 if m * k * n >= 2**26 else 50
-        best = {"highest": float("inf"), "medium": float("inf")}
+        best = dict.fromkeys(libs, float("inf"))
         for _ in range(args.rounds):
             for p in best:
-                tg.set_float32_matmul_precision(p)
+                if libs[p] is tg:
+                    tg.set_float32_matmul_precision(p)
+                a, b = operands[p]
                 best[p] = min(best[p], timed(lambda a=a, b=b: a @ b, reps))
-        flop = 2.0 * m * k * n
-        hi, me = flop / best["highest"] / 1e9, flop / best["medium"] / 1e9
-        print(f"{label:32s} {hi:16.1f} {me:15.1f} {me / hi:7.2f}x")
-    run = w4_step()
-    best = {"highest": float("inf"), "medium": float("inf")}
+        gflops = {p: 2.0 * m * k * n / t / 1e9 for p, t in best.items()}
+        hi, me = gflops["highest"], gflops["medium"]
+        line = f"{label:32s} {hi:16.1f} {me:15.1f} {me / hi:7.2f}x"
+        if torch is not None:
+            line += f" {gflops['torch medium']:13.1f} {best['medium'] / best['torch medium']:13.2f}x"
+        print(line)
+    steps = {p: w4_step(lib) for p, lib in libs.items()}
+    best = dict.fromkeys(libs, float("inf"))
     for _ in range(args.rounds):
-        for p in best:
-            tg.set_float32_matmul_precision(p)
+        for p, run in steps.items():
+            if libs[p] is tg:
+                tg.set_float32_matmul_precision(p)
             run()
             best[p] = min(best[p], timed(run, 3))
     tg.set_float32_matmul_precision("highest")
-    print(f"{'W4 step (ms, min)':32s} {best['highest'] * 1e3:16.1f} {best['medium'] * 1e3:15.1f} "
-          f"{best['highest'] / best['medium']:7.2f}x")
+    line = (f"{'W4 step (ms, min)':32s} {best['highest'] * 1e3:16.1f} {best['medium'] * 1e3:15.1f} "
+            f"{best['highest'] / best['medium']:7.2f}x")
+    if torch is not None:
+        line += f" {best['torch medium'] * 1e3:13.1f} {best['medium'] / best['torch medium']:13.2f}x"
+    print(line)
 
 
 if __name__ == "__main__":

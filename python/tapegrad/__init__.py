@@ -465,7 +465,7 @@ __all__ += [
 ]
 
 
-# bf16 (issue 19): the float32 matmul precision ("medium": bfloat16 products on AVX512_BF16).
+# bf16 (issue 19): the float32 matmul precision ("medium": bfloat16 products on AMX or AVX512_BF16).
 from ._precision import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
 
 __all__ += ["set_float32_matmul_precision", "get_float32_matmul_precision"]

@@ -13,9 +13,10 @@ def set_float32_matmul_precision(precision: str) -> None:
     - ``"highest"`` (the default): exact float32 products and float32 sums.
     - ``"high"``: the same as ``"highest"`` on a CPU (there is no TensorFloat-32 unit).
     - ``"medium"``: products of operands rounded to bfloat16 (8 significant bits, round to
-      nearest even), summed in float32, with AVX512_BF16's ``vdpbf16ps``: about twice the
-      throughput, with a relative error near ``2**-8`` instead of ``2**-24`` (docs/api.md gives
-      the measured errors). On a CPU without AVX512_BF16, ``"medium"`` multiplies exactly.
+      nearest even), summed in float32: on AMX tiles where the CPU has AMX-BF16 (about five
+      times the float32 throughput), else with ``vdpbf16ps`` on an AMD CPU with AVX512_BF16
+      (about twice), with a relative error near ``2**-8`` instead of ``2**-24`` (docs/api.md gives
+      the measured errors). On other CPUs ``"medium"`` multiplies exactly.
 
     It applies to every float32 matrix product: ``@``, ``mm``, ``bmm``, ``matmul``, ``mv``,
     ``linear``, ``addmm``, ``einsum``/``tensordot`` and the products of their backward passes
