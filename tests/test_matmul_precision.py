@@ -283,3 +283,25 @@ def test_medium_special_values():
     # A subnormal operand counts as zero; the smallest normal does not.
     np.testing.assert_array_equal(got[3], [0.0, 0.0])
     np.testing.assert_array_equal(got[4], [2.0**-126, 2.0**-126])
+
+
+@needs_bf16
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_forked_child_multiplies_at_medium_with_the_parents_bits():
+    # The AMX kernel needs the tile registers that Linux granted the parent (a grant a child
+    # inherits); the vdpbf16ps kernel needs nothing. Either way the child's product is the parent's.
+    import os
+
+    rng = np.random.default_rng(11)
+    a, b = tg.from_numpy(randn(rng, 300, 700)), tg.from_numpy(randn(rng, 700, 260))
+    tg.set_float32_matmul_precision("medium")
+    parent = (a @ b).numpy()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os._exit(0 if np.array_equal((a @ b).numpy(), parent) else 3)
+        finally:
+            os._exit(4)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    close_to_rounded_product(parent, a.numpy(), b.numpy())
