@@ -132,7 +132,7 @@ impl Drop for Tiles {
 /// # Safety
 /// `available()` must have returned true; `p.a` and `p.b` must be valid for reads at their shapes
 /// and strides, `p.c` for writes of `p.m` rows of `p.n` values at stride `p.ldc`, and `p.c` must
-/// not overlap `p.a` or `p.b`.
+/// not overlap `p.a` or `p.b`; `m`, `k` and `n` must be nonzero.
 pub(crate) unsafe fn sgemm(p: Problem<f32>) {
     // SAFETY: the caller's contract.
     unsafe { sgemm_threads(p, crate::parallel::threads(), PAR_MIN_WORK) }
@@ -167,17 +167,8 @@ impl PackedA {
 /// # Safety
 /// As for `sgemm`.
 unsafe fn sgemm_threads(p: Problem<f32>, threads: usize, min_work: usize) {
-    let Problem { m, k, n, .. } = p;
-    if m == 0 || n == 0 {
-        return;
-    }
-    if k == 0 {
-        for i in 0..m {
-            // SAFETY: row `i < m` of `C` holds `n` writable values (the caller's contract).
-            unsafe { std::slice::from_raw_parts_mut(p.c.add(i * p.ldc), n) }.fill(0.0);
-        }
-        return;
-    }
+    let Problem { m, k, .. } = p;
+    debug_assert!(m > 0 && k > 0 && p.n > 0);
     let chunks = k.div_ceil(32);
     let slab = (A_MAX / (chunks * TILE * 2)).max(1) * MR;
     PACKED_A.with(|cell| {

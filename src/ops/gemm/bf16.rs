@@ -47,19 +47,9 @@ const PAR_MIN_WORK: usize = 1 << 20;
 /// # Safety
 /// The CPU must support AVX-512F, AVX-512BW and AVX512_BF16; `p.a` and `p.b` must be valid for
 /// reads at their shapes and strides, `p.c` for writes of `p.m` rows of `p.n` values at stride
-/// `p.ldc`, and `p.c` must not overlap `p.a` or `p.b`.
+/// `p.ldc`, and `p.c` must not overlap `p.a` or `p.b`; `m`, `k` and `n` must be nonzero.
 pub(crate) unsafe fn sgemm(p: Problem<f32>) {
-    let Problem { m, k, n, .. } = p;
-    if m == 0 || n == 0 {
-        return;
-    }
-    if k == 0 {
-        for i in 0..m {
-            // SAFETY: row `i < m` of `C` holds `n` writable values (the caller's contract).
-            unsafe { std::slice::from_raw_parts_mut(p.c.add(i * p.ldc), n) }.fill(0.0);
-        }
-        return;
-    }
+    debug_assert!(p.m > 0 && p.k > 0 && p.n > 0);
     // SAFETY: the caller's contract.
     unsafe { sgemm_threads(p, crate::parallel::threads(), PAR_MIN_WORK) }
 }

@@ -167,7 +167,8 @@ pub(crate) unsafe fn sgemm(p: Problem<f32>) {
     if m == 0 || n == 0 {
         return;
     }
-    if crate::ops::matmul_precision::use_bf16_products() {
+    // With `k == 0` every path below writes zeros; the bfloat16 kernels need a nonzero `k`.
+    if k > 0 && crate::ops::matmul_precision::use_bf16_products() {
         if amx::available() {
             // SAFETY: `available` held; the caller's contract is `amx::sgemm`'s.
             unsafe { amx::sgemm(p) };
