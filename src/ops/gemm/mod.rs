@@ -386,7 +386,7 @@ unsafe fn member(job: Shared, id: usize, members: usize, split_rows: bool, barri
     } else {
         (0, p.m)
     };
-    let direct_a = p.csa == 1 && p.m * p.k * p.n < blk().pack_a_min;
+    let direct_a = p.csa == 1;
     let kc_max = blk().kc.min(p.k);
     let cold_b = p.k * p.n >= PREFETCH_B_MIN;
     // This member's panels of the block of `B` at columns `jc`: `q0..q1` of its `panels`.
