@@ -65,13 +65,15 @@ const INTEL: Blocking = Blocking { pack_a_min: 1 << 30, packed_loop: true, ..ZEN
 //   of `A`; on Intel those share ports 0 and 5 with the 512-bit FMAs (Zen 5 has separate integer
 //   pipes). With packed `A` the packed loop (NOTE [Packed loop] in `avx512.rs`) spends two per four
 //   steps: 1000×64×100 with `A` transposed (always packed) 144.7–149.9 → 151.4–164.5 GFLOP/s over
-//   four alternations, 4096³ with `A` packed 152–161 → 148–170 (noisy: a second tenant on the
-//   host moved the roof itself between 230 and 242).
+//   four alternations of `gemm_libs`. With `compare.py` (main's wheel and this one alternated
+//   twice, 23:42–23:47): 4096³ on one thread 163.7 and 157.8 → 183.0 and 179.3 GFLOP/s (68% → 76%
+//   of the roof; PyTorch's MKL 180–187 in the same passes), 1000×64×100 with `A` transposed 259 and
+//   265 → 283 and 304, 256³ unchanged (docs/performance.md, "Session 10, Intel").
 // - packing a row-major `A` costs about a cycle per value, so only on large products (2³⁰
 //   multiply-adds: 1024³; 256³ lost 5% with it), and only on the serial path, where each block of
 //   `A` is packed once for all of `n` (the team packs per panel and per block of `B`).
-// Zen 5 keeps `ZEN5` exactly (nothing it runs changed); the choice is read once per process from
-// the CPUID vendor. `TAPEGRAD_GEMM_BLOCKING=kc,mc,nc,nc_team,pack_a_min,packed_loop` (six integers,
+// Zen 5 keeps `ZEN5` exactly: the same blocks and loop, plus one branch per kernel call on
+// `packed_loop`. The choice is read once per process from the CPUID vendor. `TAPEGRAD_GEMM_BLOCKING=kc,mc,nc,nc_team,pack_a_min,packed_loop` (six integers,
 // all but the last nonzero) overrides it, for tuning on a new machine; the bits of a product
 // depend on `kc` (the order of the sums), never on the thread count.
 
