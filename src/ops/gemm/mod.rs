@@ -844,6 +844,25 @@ mod tests {
         }
     }
 
+    /// A product large enough for the serial path to pack a row-major `A` where `pack_a_min` says
+    /// so (Intel: NOTE [Blocking by CPU]) and run the packed loop on it: the same bits as the team,
+    /// which reads `A` in place with the general loop, with a partial last panel and block of `k`.
+    #[test]
+    fn packed_a_on_large_products_matches_in_place_bits() {
+        if !avx512() {
+            return;
+        }
+        let (m, k, n) = (1030, 1030, 1030);
+        assert!(m * k * n >= 1 << 30);
+        let want = serial_bits(m, k, n, false, false, 3);
+        let mut t = case(m, k, n, false, false, 3);
+        t.p.c = t.c.as_mut_ptr();
+        // SAFETY: AVX-512F was detected; the case's vectors fit its shapes and strides.
+        unsafe { sgemm_team(t.p, 2, 0, false) };
+        let got: Vec<u32> = t.c.iter().map(|x| x.to_bits()).collect();
+        assert!(got == want, "{m}x{k}x{n}: the serial product's bits differ from the team's");
+    }
+
     /// Concurrent GEMMs from many threads and from inside rayon's pool finish (the team is taken
     /// by one at a time, the others run serially) and give the serial bits. A watchdog turns a
     /// hang into a failure.
