@@ -50,16 +50,23 @@ pub(super) struct Tile {
 /// values `bks` apart, and `c` for `rows` rows of `cols` values at stride `ldc`, with no
 /// other thread touching them.
 pub(super) unsafe fn kernel(t: Tile) {
-    let run: unsafe fn(Tile) = match (t.rows.div_ceil(4), t.cols > 16) {
-        (3, true) => block::<12, 2>,
-        (3, false) => block::<12, 1>,
-        (2, true) => block::<8, 2>,
-        (2, false) => block::<8, 1>,
-        (_, true) => block::<4, 2>,
-        (_, false) => block::<4, 1>,
+    let packed = t.ars == 1 && t.aks == MR && t.bks == NR && super::blk().packed_loop;
+    let run: unsafe fn(Tile) = match (t.rows.div_ceil(4), t.cols > 16, packed) {
+        (3, true, false) => block::<12, 2, false>,
+        (3, false, false) => block::<12, 1, false>,
+        (2, true, false) => block::<8, 2, false>,
+        (2, false, false) => block::<8, 1, false>,
+        (_, true, false) => block::<4, 2, false>,
+        (_, false, false) => block::<4, 1, false>,
+        (3, true, true) => block::<12, 2, true>,
+        (3, false, true) => block::<12, 1, true>,
+        (2, true, true) => block::<8, 2, true>,
+        (2, false, true) => block::<8, 1, true>,
+        (_, true, true) => block::<4, 2, true>,
+        (_, false, true) => block::<4, 1, true>,
     };
     // SAFETY: the caller's contract is `block`'s, and the instance chosen has `R >= rows` (rows
-    // are at most MR = 12) and `16·V >= cols`.
+    // are at most MR = 12) and `16·V >= cols`; `PACKED` only with the packed strides.
     unsafe { run(t) }
 }
 
@@ -82,14 +89,14 @@ pub(super) fn prefetch_c(c: *const f32, ldc: usize, rows: usize, cols: usize) {
     }
 }
 
-/// The loop behind `kernel` for `R` rows (of the 12-row panel) and `V` vectors of 16 columns.
+/// The general loop of `block` (any strides of `A`, any step of `B`), into `acc`.
 ///
 /// # Safety
-/// As for `kernel`, with `rows <= R` and `cols <= 16·V`.
+/// As for `block`.
 #[target_feature(enable = "avx512f")]
-unsafe fn block<const R: usize, const V: usize>(t: Tile) {
-    let Tile { kc, a, ars, aks, b, bks, c, ldc, rows, cols, accumulate } = t;
-    let mut acc = [[_mm512_setzero_ps(); V]; R];
+#[inline]
+unsafe fn general<const R: usize, const V: usize>(acc: &mut [[__m512; V]; R], t: Tile) {
+    let Tile { kc, a, ars, aks, b, bks, c, ldc, rows, cols, .. } = t;
     // One pointer per row of the panel, each stepped on its own: written as `a.add(i * ars)` from
     // one pointer, the compiler walked it down the rows and back every step, a loop-carried chain
     // of `R` dependent adds that held an in-place `A` (`ars` = its row stride) at `R` cycles per
@@ -129,6 +136,64 @@ unsafe fn block<const R: usize, const V: usize>(t: Tile) {
     for _ in 0..ahead {
         step(&mut a_rows, b);
         b = b.wrapping_add(bks);
+    }
+}
+
+/// The loop behind `kernel` for `R` rows (of the 12-row panel) and `V` vectors of 16 columns;
+/// `PACKED`: the packed strides (NOTE [Packed loop]).
+///
+/// # Safety
+/// As for `kernel`, with `rows <= R` and `cols <= 16·V`.
+#[target_feature(enable = "avx512f")]
+unsafe fn block<const R: usize, const V: usize, const PACKED: bool>(t: Tile) {
+    let Tile { kc, a, b, c, ldc, rows, cols, accumulate, .. } = t;
+    let mut acc = [[_mm512_setzero_ps(); V]; R];
+    if PACKED {
+        // NOTE [Packed loop]: packed operands (`ars = 1`, `aks = MR`, `bks = NR`) are read from
+        // one pointer each at constant offsets, four steps per iteration: two pointer adds and
+        // the loop's count per four steps, against a dozen address adds and `lea`s per step in
+        // the general loop below. The FMAs, their operands and their order are the same, and so
+        // are the bits.
+        // A macro rather than a closure, so that every step is inlined and `acc` stays in registers.
+        macro_rules! step {
+            ($a:expr, $b:expr) => {{
+                let (a, b): (*const f32, *const f32) = ($a, $b);
+                let mut bv = [_mm512_setzero_ps(); V];
+                for (v, x) in bv.iter_mut().enumerate() {
+                    // SAFETY: `b` points at this step's NR = 32 values of the packed panel, `v < 2`.
+                    *x = unsafe { _mm512_loadu_ps(b.add(16 * v)) };
+                }
+                for (i, row) in acc.iter_mut().enumerate() {
+                    // SAFETY: value `i < R <= MR` of this step of the packed panel of `A`.
+                    let ai = _mm512_set1_ps(unsafe { *a.add(i) });
+                    for (x, acc) in bv.iter().zip(row.iter_mut()) {
+                        *acc = _mm512_fmadd_ps(ai, *x, *acc);
+                    }
+                }
+            }};
+        }
+        let (mut a, mut b) = (a, b);
+        let ahead = kc.min(C_AHEAD);
+        for (phase, steps) in [(0, kc - ahead), (1, ahead)] {
+            if phase == 1 {
+                prefetch_c(c, ldc, rows, cols);
+            }
+            for _ in 0..steps / 4 {
+                for u in 0..4 {
+                    step!(a.wrapping_add(u * MR), b.wrapping_add(u * NR));
+                }
+                a = a.wrapping_add(4 * MR);
+                b = b.wrapping_add(4 * NR);
+            }
+            for _ in 0..steps % 4 {
+                step!(a, b);
+                a = a.wrapping_add(MR);
+                b = b.wrapping_add(NR);
+            }
+        }
+    } else {
+        // SAFETY: as for this function.
+        unsafe { general(&mut acc, t) };
     }
     let lanes = |n: usize| -> __mmask16 {
         if n >= 16 {

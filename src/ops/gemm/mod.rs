@@ -32,11 +32,71 @@ use avx512::{MR, NR};
 
 pub(crate) use amx::available as amx_available;
 
-const KC: usize = 384;
-const MC: usize = 1536;
-const NC: usize = 512;
-/// Columns of a block of `B` shared by the team (NOTE [Shared panels]).
-const NC_TEAM: usize = 512;
+/// The blocking of the float32 kernel: `KC` steps of `k`, `MC` rows of `A` and `NC` columns of `B`
+/// per pass (the serial path), `NC_TEAM` columns of a block of `B` shared by the team (NOTE
+/// [Shared panels]), and whether the serial path packs a row-major `A` instead of reading it in
+/// place. Chosen once per process by CPU (NOTE [Blocking by CPU]).
+#[derive(Clone, Copy, Debug)]
+struct Blocking {
+    kc: usize,
+    mc: usize,
+    nc: usize,
+    nc_team: usize,
+    /// From this many multiply-adds, the serial path packs a row-major `A` (`usize::MAX`: never).
+    pack_a_min: usize,
+    /// The micro-kernel's loop for packed operands (NOTE [Packed loop] in `avx512.rs`).
+    packed_loop: bool,
+}
+
+/// The blocking tuned on Zen 5 (sessions 1–9), and the default on every CPU but Intel's.
+const ZEN5: Blocking =
+    Blocking { kc: 384, mc: 1536, nc: 512, nc_team: 512, pack_a_min: usize::MAX, packed_loop: false };
+
+/// Intel (measured on a 2-core Xeon with AMX, L1d 48 KB, L2 2 MB per core): the same blocks, a
+/// row-major `A` packed from 2³⁰ multiply-adds on the serial path, the packed loop (NOTE [Blocking
+/// by CPU]).
+const INTEL: Blocking = Blocking { pack_a_min: 1 << 30, packed_loop: true, ..ZEN5 };
+
+// NOTE [Blocking by CPU]: the blocking and the kernel's loop were tuned on Zen 5; the first Intel
+// machine (session 10, Xeon with AVX-512 on two full-width FMA ports, L1d 48 KB, L2 2 MB) ran
+// 4096³ at 66–70% of its FMA roof on one thread where Zen 5 reaches 91–95%, and 256³ (in cache) at
+// 77%. No PMU in that VM, so causes were found by timing (`gemm_libs`, one thread, configurations
+// alternated in one locked session, through `TAPEGRAD_GEMM_BLOCKING` below):
+// - larger blocks for the larger L2 lost: `NC` 1024 63% against 68%, `KC` 512 with `NC` 768 61%;
+//   `KC` 256 and 512 alone within noise (66–69%). The blocks stay as on Zen 5.
+// - the general loop spends about a dozen scalar `add`/`lea` per step on its twelve row pointers
+//   of `A`; on Intel those share ports 0 and 5 with the 512-bit FMAs (Zen 5 has separate integer
+//   pipes). With packed `A` the packed loop (NOTE [Packed loop] in `avx512.rs`) spends two per four
+//   steps: 1000×64×100 with `A` transposed (always packed) 144.7–149.9 → 151.4–164.5 GFLOP/s over
+//   four alternations of `gemm_libs`. With `compare.py` (main's wheel and this one alternated
+//   twice, 23:42–23:47): 4096³ on one thread 163.7 and 157.8 → 183.0 and 179.3 GFLOP/s (68% → 76%
+//   of the roof; PyTorch's MKL 180–187 in the same passes), 1000×64×100 with `A` transposed 259 and
+//   265 → 283 and 304, 256³ unchanged (docs/performance.md, "Session 10, Intel").
+// - packing a row-major `A` costs about a cycle per value, so only on large products (2³⁰
+//   multiply-adds: 1024³; 256³ lost 5% with it), and only on the serial path, where each block of
+//   `A` is packed once for all of `n` (the team packs per panel and per block of `B`).
+// Zen 5 keeps `ZEN5` exactly: the same blocks and loop, plus one branch per kernel call on
+// `packed_loop`. The choice is read once per process from the CPUID vendor. `TAPEGRAD_GEMM_BLOCKING=kc,mc,nc,nc_team,pack_a_min,packed_loop` (six integers,
+// all but the last nonzero) overrides it, for tuning on a new machine; the bits of a product
+// depend on `kc` (the order of the sums), never on the thread count.
+
+/// This process's blocking (NOTE [Blocking by CPU]).
+fn blk() -> &'static Blocking {
+    static CHOSEN: std::sync::OnceLock<Blocking> = std::sync::OnceLock::new();
+    CHOSEN.get_or_init(|| {
+        // CPUID leaf 0: the vendor string in EBX, EDX, ECX.
+        let v = std::arch::x86_64::__cpuid(0);
+        let mut b = if (v.ebx, v.edx, v.ecx) == (0x756e_6547, 0x4965_6e69, 0x6c65_746e) { INTEL } else { ZEN5 };
+        if let Ok(s) = std::env::var("TAPEGRAD_GEMM_BLOCKING") {
+            let v: Vec<usize> = s.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+            if v.len() == 6 && v[..5].iter().all(|&x| x > 0) {
+                b = Blocking { kc: v[0], mc: v[1], nc: v[2], nc_team: v[3], pack_a_min: v[4], packed_loop: v[5] == 1 };
+            }
+        }
+        b
+    })
+}
+
 /// From this many values of `B` (8 MB), the next block of `B` is prefetched while the kernel
 /// sweeps the current one (NOTE [Prefetching ahead]); a smaller `B` is likely in cache already.
 const PREFETCH_B_MIN: usize = 1 << 21;
@@ -283,7 +343,7 @@ unsafe impl Sync for Shared {}
 /// # Safety
 /// As for `sgemm_threads`, with `members` at most what `team.members` returned.
 unsafe fn shared(p: Problem<f32>, team: &mut team::Guard, members: usize, split_rows: bool) {
-    let block = NC_TEAM.min(p.n.div_ceil(NR) * NR) * KC.min(p.k);
+    let block = blk().nc_team.min(p.n.div_ceil(NR) * NR) * blk().kc.min(p.k);
     let b = lines::<f32>(team.buffer(), 2 * block).as_mut_ptr();
     let job = Shared { p, b, block };
     let barrier = team::Barrier::new(members);
@@ -338,11 +398,11 @@ unsafe fn member(job: Shared, id: usize, members: usize, split_rows: bool, barri
         (0, p.m)
     };
     let direct_a = p.csa == 1;
-    let kc_max = KC.min(p.k);
+    let kc_max = blk().kc.min(p.k);
     let cold_b = p.k * p.n >= PREFETCH_B_MIN;
     // This member's panels of the block of `B` at columns `jc`: `q0..q1` of its `panels`.
     let share = |jc: usize| {
-        let nc = NC_TEAM.min(p.n - jc);
+        let nc = blk().nc_team.min(p.n - jc);
         let panels = nc.div_ceil(NR);
         // Without barriers each member must keep to one region of the buffer in every block:
         // its share of the largest block's panels, at the largest block's panel size.
@@ -359,21 +419,21 @@ unsafe fn member(job: Shared, id: usize, members: usize, split_rows: bool, barri
         let (nc, _, q0, q1) = share(jc);
         let cols = (q1 * NR).min(nc).saturating_sub(q0 * NR);
         let at = p.b.wrapping_offset(pc as isize * p.rsb + (jc + q0 * NR) as isize * p.csb);
-        Ahead::block(at, KC.min(p.k - pc), cols, p.rsb, p.csb)
+        Ahead::block(at, blk().kc.min(p.k - pc), cols, p.rsb, p.csb)
     };
     BUFFERS.with(|cell| {
         let mut bufs = cell.borrow_mut();
         // An `A` that must be packed, with one block of `k`: all of this member's panels are
         // packed once, on the first block of `B`, and read from the buffer for the others (NOTE
         // [Packing A once]).
-        let a_once = p.csa != 1 && p.k <= KC && (r1 - r0) * p.k <= A_ONCE_MAX;
+        let a_once = p.csa != 1 && p.k <= blk().kc && (r1 - r0) * p.k <= A_ONCE_MAX;
         let my_panels = if a_once { (r1 - r0).div_ceil(MR) } else { 1 };
         let ap: &mut [f32] = lines(&mut bufs.0, my_panels * MR * kc_max);
         let mut half = 0;
-        for jc in (0..p.n).step_by(NC_TEAM) {
+        for jc in (0..p.n).step_by(blk().nc_team) {
             let (nc, panels, q0, q1) = share(jc);
-            for pc in (0..p.k).step_by(KC) {
-                let kc = KC.min(p.k - pc);
+            for pc in (0..p.k).step_by(blk().kc) {
+                let kc = blk().kc.min(p.k - pc);
                 let bp = b.wrapping_add(half * block);
                 half ^= 1;
                 let own = q0 * NR * if split_rows { kc } else { kc_max };
@@ -389,10 +449,10 @@ unsafe fn member(job: Shared, id: usize, members: usize, split_rows: bool, barri
                     // AVX-512F is this function's precondition.
                     unsafe { pack::pack_b(kc, cols, src, p.rsb, p.csb, dst) };
                 }
-                let next = if pc + KC < p.k {
-                    source(pc + KC, jc)
-                } else if jc + NC_TEAM < p.n {
-                    source(0, jc + NC_TEAM)
+                let next = if pc + blk().kc < p.k {
+                    source(pc + blk().kc, jc)
+                } else if jc + blk().nc_team < p.n {
+                    source(0, jc + blk().nc_team)
                 } else {
                     Ahead::NONE
                 };
@@ -508,30 +568,31 @@ unsafe fn serial(p: Problem<f32>) {
     BUFFERS.with(|cell| {
         let mut bufs = cell.borrow_mut();
         let (abuf, bbuf) = &mut *bufs;
-        let direct_a = p.csa == 1;
+        let direct_a = p.csa == 1 && p.m * p.k * p.n < blk().pack_a_min;
         let cold_b = p.k * p.n >= PREFETCH_B_MIN;
-        let ap: &mut [f32] = lines(abuf, if direct_a { MR } else { MC.min(p.m.div_ceil(MR) * MR) } * KC.min(p.k));
-        let bp: &mut [f32] = lines(bbuf, NC.min(p.n.div_ceil(NR) * NR) * KC.min(p.k));
+        let ap: &mut [f32] =
+            lines(abuf, if direct_a { MR } else { blk().mc.min(p.m.div_ceil(MR) * MR) } * blk().kc.min(p.k));
+        let bp: &mut [f32] = lines(bbuf, blk().nc.min(p.n.div_ceil(NR) * NR) * blk().kc.min(p.k));
         // Addresses are computed with wrapping arithmetic (they stay inside the operands, which the
         // loop bounds ensure); the unsafe blocks are where they are read or written.
         // The block of `B` packed after the one at (`ic`, `pc`, `jc`) (NOTE [Prefetching ahead]).
         let next_b = |ic: usize, pc: usize, jc: usize| {
-            let (pc, jc) = if jc + NC < p.n {
-                (pc, jc + NC)
-            } else if pc + KC < p.k {
-                (pc + KC, 0)
-            } else if ic + MC < p.m {
+            let (pc, jc) = if jc + blk().nc < p.n {
+                (pc, jc + blk().nc)
+            } else if pc + blk().kc < p.k {
+                (pc + blk().kc, 0)
+            } else if ic + blk().mc < p.m {
                 (0, 0)
             } else {
                 return Ahead::NONE;
             };
             let at = p.b.wrapping_offset(pc as isize * p.rsb + jc as isize * p.csb);
-            Ahead::block(at, KC.min(p.k - pc), NC.min(p.n - jc), p.rsb, p.csb)
+            Ahead::block(at, blk().kc.min(p.k - pc), blk().nc.min(p.n - jc), p.rsb, p.csb)
         };
-        for ic in (0..p.m).step_by(MC) {
-            let mc = MC.min(p.m - ic);
-            for pc in (0..p.k).step_by(KC) {
-                let kc = KC.min(p.k - pc);
+        for ic in (0..p.m).step_by(blk().mc) {
+            let mc = blk().mc.min(p.m - ic);
+            for pc in (0..p.k).step_by(blk().kc) {
+                let kc = blk().kc.min(p.k - pc);
                 let a_block = p.a.wrapping_offset(ic as isize * p.rsa + pc as isize * p.csa);
                 if !direct_a {
                     // SAFETY: rows `ic..ic+mc` and columns `pc..pc+kc` lie inside `A`; `ap` holds
@@ -539,8 +600,8 @@ unsafe fn serial(p: Problem<f32>) {
                     // AVX-512F is this function's precondition.
                     unsafe { pack::pack_a(mc, kc, a_block, p.rsa, p.csa, ap) };
                 }
-                for jc in (0..p.n).step_by(NC) {
-                    let nc = NC.min(p.n - jc);
+                for jc in (0..p.n).step_by(blk().nc) {
+                    let nc = blk().nc.min(p.n - jc);
                     let b_block = p.b.wrapping_offset(pc as isize * p.rsb + jc as isize * p.csb);
                     // SAFETY: rows `pc..pc+kc` and columns `jc..jc+nc` lie inside `B`; `bp` holds
                     // `ceil(nc / NR)` panels of `kc × NR`; AVX-512F is the caller's precondition.
@@ -776,7 +837,7 @@ mod tests {
         if !avx512() {
             return;
         }
-        let (m, k, n) = (30, 2 * KC + 5, 6 * NC + 70);
+        let (m, k, n) = (30, 2 * blk().kc + 5, 6 * blk().nc + 70);
         assert!(k * n >= PREFETCH_B_MIN);
         for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
             let want = serial_bits(m, k, n, ta, tb, 2);
@@ -790,6 +851,25 @@ mod tests {
             }
             check(m, k, n, ta, tb);
         }
+    }
+
+    /// A product large enough for the serial path to pack a row-major `A` where `pack_a_min` says
+    /// so (Intel: NOTE [Blocking by CPU]) and run the packed loop on it: the same bits as the team,
+    /// which reads `A` in place with the general loop, with a partial last panel and block of `k`.
+    #[test]
+    fn packed_a_on_large_products_matches_in_place_bits() {
+        if !avx512() {
+            return;
+        }
+        let (m, k, n) = (1030, 1030, 1030);
+        assert!(m * k * n >= 1 << 30);
+        let want = serial_bits(m, k, n, false, false, 3);
+        let mut t = case(m, k, n, false, false, 3);
+        t.p.c = t.c.as_mut_ptr();
+        // SAFETY: AVX-512F was detected; the case's vectors fit its shapes and strides.
+        unsafe { sgemm_team(t.p, 2, 0, false) };
+        let got: Vec<u32> = t.c.iter().map(|x| x.to_bits()).collect();
+        assert!(got == want, "{m}x{k}x{n}: the serial product's bits differ from the team's");
     }
 
     /// Concurrent GEMMs from many threads and from inside rayon's pool finish (the team is taken

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::avx512::{self, MR, NR};
-use super::{a_panel, lines, pack, team, Problem, BUFFERS, KC};
+use super::{a_panel, blk, lines, pack, team, Problem, BUFFERS};
 
 /// At most this many multiply-adds take this path (larger products share packed blocks of `B`
 /// instead, NOTE [Shared panels]: there a member's private copy of its columns of `B` would not
@@ -179,7 +179,7 @@ pub(super) unsafe fn run(p: Problem<f32>, team: &mut team::Guard, members: usize
 unsafe fn member(job: &Job, id: usize) {
     let Job { p, plan, ranges } = *job;
     let group_cols = plan.group_panels * NR;
-    let kc_max = KC.min(p.k);
+    let kc_max = blk().kc.min(p.k);
     let direct_a = p.csa == 1;
     let in_place_b = in_place_b(&p);
     BUFFERS.with(|cell| {
@@ -211,8 +211,8 @@ unsafe fn member(job: &Job, id: usize) {
                     edge_packed = true;
                 }
             } else if group != packed_group {
-                for pc in (0..p.k).step_by(KC) {
-                    let kc = KC.min(p.k - pc);
+                for pc in (0..p.k).step_by(blk().kc) {
+                    let kc = blk().kc.min(p.k - pc);
                     let src = p.b.wrapping_offset(pc as isize * p.rsb + j0 as isize * p.csb);
                     let dst = &mut bc[pc * group_cols..pc * group_cols + kc * cols.div_ceil(NR) * NR];
                     // SAFETY: rows `pc..pc+kc` and columns `j0..j0+cols` lie inside `B`; `dst`
@@ -223,8 +223,8 @@ unsafe fn member(job: &Job, id: usize) {
             }
             let r0 = row_unit * plan.unit_panels * MR;
             let r1 = p.m.min(r0 + plan.unit_panels * MR);
-            for pc in (0..p.k).step_by(KC) {
-                let kc = KC.min(p.k - pc);
+            for pc in (0..p.k).step_by(blk().kc) {
+                let kc = blk().kc.min(p.k - pc);
                 let block = bc.as_ptr().wrapping_add(pc * group_cols);
                 for ir in (r0..r1).step_by(MR) {
                     let rows = MR.min(r1 - ir);
