@@ -507,7 +507,7 @@ unsafe fn run(t: Call, at: [Place; 4]) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::bf16::tests::{assert_rounded_product, product_bits};
+    use super::super::bf16::tests::{assert_rounded_product, assert_team_bits, product_bits};
     use super::*;
 
     /// The product equals the float64 product of the bfloat16-rounded operands for edge tiles
@@ -563,17 +563,10 @@ mod tests {
         if !available() {
             return;
         }
-        let shapes = [(13, 5, 33), (64, 1000, 100), (100, 40, 20), (7, 1025, 1100), (30, 3, 1600), (260, 70, 40)];
-        for &(m, k, n) in &shapes {
-            for (ta, tb) in [(false, false), (true, false), (false, true)] {
-                // SAFETY: `available` held; `product_bits` passes valid operands.
-                let want = product_bits(m, k, n, ta, tb, |p| unsafe { sgemm_threads(p, 1, usize::MAX) });
-                for threads in 2..=3 {
-                    // SAFETY: as above.
-                    let got = product_bits(m, k, n, ta, tb, |p| unsafe { sgemm_threads(p, threads, 0) });
-                    assert!(got == want, "{m}x{k}x{n} ta={ta} tb={tb} threads={threads}: bits differ from serial");
-                }
-            }
-        }
+        // SAFETY: `available` held; `assert_team_bits` passes valid operands.
+        assert_team_bits(
+            |p| unsafe { sgemm_threads(p, 1, usize::MAX) },
+            |p, threads| unsafe { sgemm_threads(p, threads, 0) },
+        );
     }
 }

@@ -783,14 +783,19 @@ pub(super) mod tests {
         if !have() {
             return;
         }
+        // SAFETY: the features were detected; `assert_team_bits` passes valid operands.
+        assert_team_bits(|p| unsafe { serial(p, None) }, |p, threads| unsafe { sgemm_threads(p, threads, 0) });
+    }
+
+    /// For shapes whose bands fall in both directions and several per member, `on_team(p, threads)`
+    /// (1–3 members) gives the bits of `alone(p)`, plain and with either operand transposed.
+    pub(in super::super) fn assert_team_bits(alone: impl Fn(Problem<f32>), on_team: impl Fn(Problem<f32>, usize)) {
         let shapes = [(13, 5, 33), (64, 1000, 100), (100, 40, 20), (7, 1025, 1100), (30, 3, 1600), (260, 70, 40)];
         for &(m, k, n) in &shapes {
             for (ta, tb) in [(false, false), (true, false), (false, true)] {
-                // SAFETY: the features were detected; `product_bits` passes valid operands.
-                let want = product_bits(m, k, n, ta, tb, |p| unsafe { serial(p, None) });
+                let want = product_bits(m, k, n, ta, tb, &alone);
                 for threads in 1..=3 {
-                    // SAFETY: as above.
-                    let got = product_bits(m, k, n, ta, tb, |p| unsafe { sgemm_threads(p, threads, 0) });
+                    let got = product_bits(m, k, n, ta, tb, |p| on_team(p, threads));
                     assert!(got == want, "{m}x{k}x{n} ta={ta} tb={tb} threads={threads}: bits differ from serial");
                 }
             }
