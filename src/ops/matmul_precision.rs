@@ -80,25 +80,29 @@ pub fn set_float32_matmul_precision(p: MatmulPrecision) {
 /// of AMD's, no faster than float32 FMAs (NOTE [Why AMX for "medium"]), so an Intel CPU with
 /// AVX512_BF16 and no AMX (Cooper Lake) multiplies exactly.
 pub fn bf16_products_available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        crate::ops::gemm::amx_available() || (vdpbf16ps_available() && amd())
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    bf16_kernel_name().is_some()
 }
 
-/// The kernel "medium" runs: "amx" or "avx512_bf16", or `None` (exact float32).
+/// The kernel "medium" runs: "amx" or "avx512_bf16", or `None` (exact float32). Decided once per
+/// process: every float32 product at "medium" asks, and the vendor check is a CPUID.
 pub fn bf16_kernel_name() -> Option<&'static str> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if crate::ops::gemm::amx_available() {
-            return Some("amx");
+    static KERNEL: std::sync::OnceLock<Option<&'static str>> = std::sync::OnceLock::new();
+    *KERNEL.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if crate::ops::gemm::amx_available() {
+                Some("amx")
+            } else if vdpbf16ps_available() && crate::ops::gemm::cpu_vendor() == *b"AuthenticAMD" {
+                Some("avx512_bf16")
+            } else {
+                None
+            }
         }
-    }
-    bf16_products_available().then_some("avx512_bf16")
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            None
+        }
+    })
 }
 
 /// Whether the CPU has what the `vdpbf16ps` kernel needs: AVX512_BF16 and the AVX-512F and BW it
@@ -108,14 +112,6 @@ pub fn vdpbf16ps_available() -> bool {
     std::arch::is_x86_feature_detected!("avx512f")
         && std::arch::is_x86_feature_detected!("avx512bw")
         && std::arch::is_x86_feature_detected!("avx512bf16")
-}
-
-/// Whether the CPU's vendor string is AMD's.
-#[cfg(target_arch = "x86_64")]
-fn amd() -> bool {
-    let id = std::arch::x86_64::__cpuid(0);
-    let vendor: Vec<u8> = [id.ebx, id.edx, id.ecx].iter().flat_map(|w| w.to_le_bytes()).collect();
-    vendor == b"AuthenticAMD"
 }
 
 thread_local! {

@@ -80,13 +80,22 @@ const INTEL: Blocking = Blocking { pack_a_min: 1 << 30, packed_loop: true, ..ZEN
 // all but the last nonzero) overrides it, for tuning on a new machine; the bits of a product
 // depend on `kc` (the order of the sums), never on the thread count.
 
+/// The CPU's vendor string (CPUID leaf 0: EBX, EDX, ECX), such as `GenuineIntel` or
+/// `AuthenticAMD`. CPUID exits to the hypervisor in a VM: callers cache what they derive from it.
+pub(crate) fn cpu_vendor() -> [u8; 12] {
+    let v = std::arch::x86_64::__cpuid(0);
+    let mut out = [0u8; 12];
+    for (i, w) in [v.ebx, v.edx, v.ecx].into_iter().enumerate() {
+        out[4 * i..4 * i + 4].copy_from_slice(&w.to_le_bytes());
+    }
+    out
+}
+
 /// This process's blocking (NOTE [Blocking by CPU]).
 fn blk() -> &'static Blocking {
     static CHOSEN: std::sync::OnceLock<Blocking> = std::sync::OnceLock::new();
     CHOSEN.get_or_init(|| {
-        // CPUID leaf 0: the vendor string in EBX, EDX, ECX.
-        let v = std::arch::x86_64::__cpuid(0);
-        let mut b = if (v.ebx, v.edx, v.ecx) == (0x756e_6547, 0x4965_6e69, 0x6c65_746e) { INTEL } else { ZEN5 };
+        let mut b = if cpu_vendor() == *b"GenuineIntel" { INTEL } else { ZEN5 };
         if let Ok(s) = std::env::var("TAPEGRAD_GEMM_BLOCKING") {
             let v: Vec<usize> = s.split(',').filter_map(|x| x.trim().parse().ok()).collect();
             if v.len() == 6 && v[..5].iter().all(|&x| x > 0) {
