@@ -139,6 +139,75 @@ unsafe fn general<const R: usize, const V: usize>(acc: &mut [[__m512; V]; R], t:
     }
 }
 
+/// The loop of `block` for a row-major `A` read in place (`aks = 1`) and a packed `B`, into
+/// `acc` (NOTE [In-place loop]).
+///
+/// # Safety
+/// As for `block`.
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn in_place<const R: usize, const V: usize>(acc: &mut [[__m512; V]; R], t: Tile) {
+    // NOTE [In-place loop]: the general loop steps one pointer per row of `A` every step (a dozen
+    // scalar adds per step beside 24 FMAs). Here rows `4g..4g + 4` are read from one base pointer
+    // `g` and the row stride `s` (bytes) or `3s` as an index (`[base + s]`, `[base + 2s]`, `[base +
+    // 3s]`), four steps per iteration at constant displacements: three pointer adds per four steps.
+    // The FMAs, their operands and their order are the general loop's, and so are the bits.
+    let Tile { kc, a, ars, b, c, ldc, rows, cols, .. } = t;
+    let s = ars * 4;
+    let s3 = 3 * s;
+    let mut bases = [a; 3];
+    for (g, base) in bases.iter_mut().enumerate() {
+        *base = a.wrapping_add(4 * g * ars);
+    }
+    macro_rules! step {
+        ($bases:expr, $u:expr, $b:expr) => {{
+            let (bases, u, b): ([*const f32; 3], usize, *const f32) = ($bases, $u, $b);
+            let mut bv = [_mm512_setzero_ps(); V];
+            for (v, x) in bv.iter_mut().enumerate() {
+                // SAFETY: `b` points at this step's NR = 32 values of the packed panel, `v < 2`.
+                *x = unsafe { _mm512_loadu_ps(b.add(16 * v)) };
+            }
+            for (i, row) in acc.iter_mut().enumerate() {
+                let base = bases[i / 4].cast::<u8>();
+                let at = match i % 4 {
+                    0 => base,
+                    1 => base.wrapping_add(s),
+                    2 => base.wrapping_add(2 * s),
+                    _ => base.wrapping_add(s3),
+                };
+                // SAFETY: row `i < R` of the panel at step `u` of this group (the caller's contract).
+                let ai = _mm512_set1_ps(unsafe { *at.cast::<f32>().add(u) });
+                for (x, acc) in bv.iter().zip(row.iter_mut()) {
+                    *acc = _mm512_fmadd_ps(ai, *x, *acc);
+                }
+            }
+        }};
+    }
+    let mut b = b;
+    let ahead = kc.min(C_AHEAD);
+    for (phase, steps) in [(0, kc - ahead), (1, ahead)] {
+        if phase == 1 {
+            prefetch_c(c, ldc, rows, cols);
+        }
+        for _ in 0..steps / 4 {
+            for u in 0..4 {
+                step!(bases, u, b.wrapping_add(u * NR));
+            }
+            for base in bases.iter_mut() {
+                *base = base.wrapping_add(4);
+            }
+            b = b.wrapping_add(4 * NR);
+        }
+        for _ in 0..steps % 4 {
+            step!(bases, 0, b);
+            for base in bases.iter_mut() {
+                *base = base.wrapping_add(1);
+            }
+            b = b.wrapping_add(NR);
+        }
+    }
+}
+
 /// The loop behind `kernel` for `R` rows (of the 12-row panel) and `V` vectors of 16 columns;
 /// `PACKED`: the packed strides (NOTE [Packed loop]).
 ///
@@ -191,6 +260,9 @@ unsafe fn block<const R: usize, const V: usize, const PACKED: bool>(t: Tile) {
                 b = b.wrapping_add(NR);
             }
         }
+    } else if t.aks == 1 && t.bks == NR && super::blk().packed_loop {
+        // SAFETY: as for this function.
+        unsafe { in_place(&mut acc, t) };
     } else {
         // SAFETY: as for this function.
         unsafe { general(&mut acc, t) };

@@ -73,9 +73,17 @@ const INTEL: Blocking = Blocking { pack_a_min: 1 << 30, packed_loop: true, ..ZEN
 //   of the roof; PyTorch's MKL 180–187 in the same passes), 1000×64×100 with `A` transposed 259 and
 //   265 → 283 and 304, 256³ unchanged (docs/performance.md, "Session 10, Intel").
 // - packing a row-major `A` costs about a cycle per value, so only on large products (2³⁰
-//   multiply-adds: 1024³; 256³ lost 5% with it), and only on the serial path, where each block of
-//   `A` is packed once for all of `n` (the team packs per panel and per block of `B`).
-// Zen 5 keeps `ZEN5` exactly: the same blocks and loop, plus one branch per kernel call on
+//   multiply-adds: 1024³; 256³ lost 5% with it) with `n` ≥ `PACK_A_MIN_N` (session 11). The
+//   serial path packs each block of `A` once for all of `n`; the team takes its blocks of `B` with
+//   `k` outermost there, and each member packs the rows it sweeps once per block of `k` (NOTE
+//   [Packing A once]). Session 11, two threads (`/tmp/mm32.py`-style best of 1.5 s, wheels
+//   alternated): 4096³ 330–340 → 361–381 GFLOP/s, 256×4096×4096 (members split `B`'s panels, each
+//   packs all of `A`) 253–269 → 281–290, 256×1024×4096 293–298 → 316–317.
+// - an `A` read in place (smaller products) runs the in-place loop (NOTE [In-place loop] in
+//   `avx512.rs`): three pointer adds per four steps. Session 11: 256³ 307–312 → 325–348 GFLOP/s on
+//   two threads, 169–171 → 183–188 on one; 4096×4096×256 on one thread 130–134 → 158–175;
+//   64×1000×100 130–133 → 138–140.
+// Zen 5 keeps `ZEN5` exactly: the same blocks and loops, plus a branch or two per kernel call on
 // `packed_loop`. The choice is read once per process from the CPUID vendor. `TAPEGRAD_GEMM_BLOCKING=kc,mc,nc,nc_team,pack_a_min,packed_loop` (six integers,
 // all but the last nonzero) overrides it, for tuning on a new machine; the bits of a product
 // depend on `kc` (the order of the sums), never on the thread count.
@@ -90,6 +98,18 @@ pub(crate) fn cpu_vendor() -> [u8; 12] {
     }
     out
 }
+
+/// Whether a row-major `A` is packed for the packed loop: from `pack_a_min` multiply-adds, and
+/// with at least `PACK_A_MIN_N` columns of `B` to reuse each packed panel on (NOTE [Blocking by
+/// CPU]).
+fn pack_row_major_a(p: &Problem<f32>) -> bool {
+    p.csa == 1 && p.m * p.k * p.n >= blk().pack_a_min && p.n >= PACK_A_MIN_N
+}
+
+/// Packing a panel of `A` costs about a cycle per value, paid back over `n / NR` kernel calls:
+/// below 1024 columns it lost (one thread, 4096×4096×`n`, GFLOP/s packed against in place: `n` =
+/// 256 143 / 171, 512 164 / 174, 1024 174 / 169, 2048² 178 / 169).
+const PACK_A_MIN_N: usize = 1024;
 
 /// This process's blocking (NOTE [Blocking by CPU]).
 fn blk() -> &'static Blocking {
@@ -365,7 +385,8 @@ unsafe fn shared(p: Problem<f32>, team: &mut team::Guard, members: usize, split_
 // NOTE [Shared panels]: two threads share each packed block of `B` (the BLIS scheme) instead of
 // each packing a private copy of the operand its band of `C` does not split (the split before this
 // one: whole bands per rayon task). For each `KC × NC_TEAM` block of `B`, taken columns outermost
-// (so a column block of `C` stays in L3 across the steps of `k`), every member packs its share of
+// (so a column block of `C` stays in L3 across the steps of `k`; `k` outermost where `A` is packed
+// for the packed loop, NOTE [Blocking by CPU]), every member packs its share of
 // the block's panels into one buffer, all meet at a barrier, and each then sweeps its own rows of
 // `C` (rows of `A`: read in place when row-major, else packed one 12-row panel at a time into its
 // own buffer) against the whole block. The buffer is double: a member that is ahead packs the next
@@ -387,7 +408,8 @@ unsafe fn shared(p: Problem<f32>, team: &mut team::Guard, members: usize, split_
 // buffer of its own on the first block of `B` (each just before its first use, as before) and reads
 // them from there on the others: up to `A_ONCE_MAX` values per member (W4: 2052 × 256, 2 MB).
 // With several blocks of `k` (columns of `B` outermost) that would take every panel of all of `k`,
-// so it is not done. The packed values, the kernel calls and their order are unchanged, and so are
+// so it is not done, except where the blocks are taken with `k` outermost (a row-major `A` packed
+// for the packed loop: NOTE [Blocking by CPU]), where the panels of one block of `k` are kept. The packed values, the kernel calls and their order are unchanged, and so are
 // the bits. Measured (`gemm_libs`, two threads, GFLOP/s, 2026-11-24 16:12, load 1.8–2.1, two runs
 // each, alternated): 4096×256×4096 478–484 → 508, 1024×256×4096 461–491 → 517–522, 4096×256×1024
 // 490–499 → 503–506; one thread (the serial path, which packs each `MC` block once already) unchanged.
@@ -430,94 +452,100 @@ unsafe fn member(job: Shared, id: usize, members: usize, split_rows: bool, barri
         let at = p.b.wrapping_offset(pc as isize * p.rsb + (jc + q0 * NR) as isize * p.csb);
         Ahead::block(at, blk().kc.min(p.k - pc), cols, p.rsb, p.csb)
     };
+    // Blocks of `k` outermost: a row-major `A` large enough for the packed loop (NOTE [Blocking
+    // by CPU]); this member packs the rows it sweeps (all of them when the members split the
+    // panels of `B`) once per block of `k` (NOTE [Packing A once]).
+    let k_outer = pack_row_major_a(&p) && (r1 - r0).div_ceil(MR) * MR * kc_max <= A_ONCE_MAX;
+    // The blocks of `B` in the order they are packed: (`pc`, `jc`) pairs.
+    let order: Vec<(usize, usize)> = if k_outer {
+        (0..p.k).step_by(blk().kc).flat_map(|pc| (0..p.n).step_by(blk().nc_team).map(move |jc| (pc, jc))).collect()
+    } else {
+        (0..p.n).step_by(blk().nc_team).flat_map(|jc| (0..p.k).step_by(blk().kc).map(move |pc| (pc, jc))).collect()
+    };
     BUFFERS.with(|cell| {
         let mut bufs = cell.borrow_mut();
-        // An `A` that must be packed, with one block of `k`: all of this member's panels are
-        // packed once, on the first block of `B`, and read from the buffer for the others (NOTE
-        // [Packing A once]).
-        let a_once = p.csa != 1 && p.k <= blk().kc && (r1 - r0) * p.k <= A_ONCE_MAX;
+        // An `A` that must be packed, with one block of `k` (or with blocks of `k` outermost): all
+        // of this member's panels are packed on the first block of `B` of each block of `k`, and
+        // read from the buffer for the others (NOTE [Packing A once]).
+        let a_once = k_outer || (p.csa != 1 && p.k <= blk().kc && (r1 - r0) * p.k <= A_ONCE_MAX);
         let my_panels = if a_once { (r1 - r0).div_ceil(MR) } else { 1 };
         let ap: &mut [f32] = lines(&mut bufs.0, my_panels * MR * kc_max);
         let mut half = 0;
-        for jc in (0..p.n).step_by(blk().nc_team) {
+        for (i, &(pc, jc)) in order.iter().enumerate() {
             let (nc, panels, q0, q1) = share(jc);
-            for pc in (0..p.k).step_by(blk().kc) {
-                let kc = blk().kc.min(p.k - pc);
-                let bp = b.wrapping_add(half * block);
-                half ^= 1;
-                let own = q0 * NR * if split_rows { kc } else { kc_max };
-                if q1 > q0 {
-                    let cols = (q1 * NR).min(nc) - q0 * NR;
-                    let src = p.b.wrapping_offset(pc as isize * p.rsb + (jc + q0 * NR) as isize * p.csb);
-                    // SAFETY: this member's panels `q0..q1` of the block: `(q1 - q0) × kc × NR`
-                    // values from `own` (at most `q1 × kc_max × NR <= block`) of this half, which no
-                    // other member reads or writes until the next barrier (and, split by panels,
-                    // ever), nor reads from its older block any more (NOTE [Shared panels]).
-                    let dst = unsafe { std::slice::from_raw_parts_mut(bp.add(own), (q1 - q0) * kc * NR) };
-                    // SAFETY: rows `pc..pc+kc` and columns `jc+q0·NR..+cols` lie inside `B`;
-                    // AVX-512F is this function's precondition.
-                    unsafe { pack::pack_b(kc, cols, src, p.rsb, p.csb, dst) };
-                }
-                let next = if pc + blk().kc < p.k {
-                    source(pc + blk().kc, jc)
-                } else if jc + blk().nc_team < p.n {
-                    source(0, jc + blk().nc_team)
-                } else {
-                    Ahead::NONE
-                };
-                // Panel `q` of the block is at `bp + first + q × kc × NR`.
-                let (j0, j1, first) = if split_rows {
-                    barrier.wait();
-                    (0, panels, 0)
-                } else {
-                    (q0, q1, own - q0 * kc * NR)
-                };
-                let calls = (r1 - r0).div_ceil(MR) * (j1 - j0);
-                let mut call = 0;
-                for ir in (r0..r1).step_by(MR) {
-                    let rows = MR.min(r1 - ir);
-                    let (apanel, strides) = if a_once {
-                        // This member's panel `(ir - r0) / MR` of the buffer (`my_panels` panels
-                        // of `kc × MR`), packed on the first block of `B` and kept for the others.
-                        let at = (ir - r0) / MR * MR * kc;
-                        let panel = &mut ap[at..at + MR * kc];
-                        if jc == 0 {
-                            // SAFETY: rows `ir..ir+rows` and columns `pc..pc+kc` lie in `A`;
-                            // `panel` holds one `kc × MR` panel; AVX-512F is this function's
-                            // precondition.
-                            unsafe { a_panel(&p, ir, rows, pc, kc, false, panel) };
-                        }
-                        (panel.as_ptr(), (1, MR))
-                    } else {
-                        // SAFETY: rows `ir..ir+rows` and columns `pc..pc+kc` lie in `A`; `ap` holds
-                        // one `KC × MR` panel; AVX-512F is this function's precondition.
-                        unsafe { a_panel(&p, ir, rows, pc, kc, direct_a, ap) }
-                    };
-                    for q in j0..j1 {
-                        if cold_b {
-                            next.late(call, calls);
-                        }
-                        call += 1;
-                        let jr = q * NR;
-                        let tile = avx512::Tile {
-                            kc,
-                            a: apanel,
-                            ars: strides.0,
-                            aks: strides.1,
-                            b: bp.wrapping_add(first + jr * kc).cast_const(),
-                            bks: NR,
-                            c: p.c.wrapping_add(ir * p.ldc + jc + jr),
-                            ldc: p.ldc,
-                            rows,
-                            cols: NR.min(nc - jr),
-                            accumulate: pc > 0,
-                        };
-                        // SAFETY: AVX-512F is the caller's precondition; `apanel` is a panel of
-                        // `kc` steps of `A`, `b` a packed `kc × NR` panel of this block (packed
-                        // before the barrier, or by this member), and the corner of `C` lies in
-                        // this member's rows (or panels), which no other member writes.
-                        unsafe { avx512::kernel(tile) };
+            let kc = blk().kc.min(p.k - pc);
+            let bp = b.wrapping_add(half * block);
+            half ^= 1;
+            let own = q0 * NR * if split_rows { kc } else { kc_max };
+            if q1 > q0 {
+                let cols = (q1 * NR).min(nc) - q0 * NR;
+                let src = p.b.wrapping_offset(pc as isize * p.rsb + (jc + q0 * NR) as isize * p.csb);
+                // SAFETY: this member's panels `q0..q1` of the block: `(q1 - q0) × kc × NR`
+                // values from `own` (at most `q1 × kc_max × NR <= block`) of this half, which no
+                // other member reads or writes until the next barrier (and, split by panels,
+                // ever), nor reads from its older block any more (NOTE [Shared panels]).
+                let dst = unsafe { std::slice::from_raw_parts_mut(bp.add(own), (q1 - q0) * kc * NR) };
+                // SAFETY: rows `pc..pc+kc` and columns `jc+q0·NR..+cols` lie inside `B`;
+                // AVX-512F is this function's precondition.
+                unsafe { pack::pack_b(kc, cols, src, p.rsb, p.csb, dst) };
+            }
+            let next = match order.get(i + 1) {
+                Some(&(pc, jc)) => source(pc, jc),
+                None => Ahead::NONE,
+            };
+            // Panel `q` of the block is at `bp + first + q × kc × NR`.
+            let (j0, j1, first) = if split_rows {
+                barrier.wait();
+                (0, panels, 0)
+            } else {
+                (q0, q1, own - q0 * kc * NR)
+            };
+            let calls = (r1 - r0).div_ceil(MR) * (j1 - j0);
+            let mut call = 0;
+            for ir in (r0..r1).step_by(MR) {
+                let rows = MR.min(r1 - ir);
+                let (apanel, strides) = if a_once {
+                    // This member's panel `(ir - r0) / MR` of the buffer (`my_panels` panels
+                    // of `kc × MR`), packed on the first block of `B` and kept for the others.
+                    let at = (ir - r0) / MR * MR * kc;
+                    let panel = &mut ap[at..at + MR * kc];
+                    if jc == 0 {
+                        // The first block of `B` of this block of `k` (in either order).
+                        // SAFETY: rows `ir..ir+rows` and columns `pc..pc+kc` lie in `A`;
+                        // `panel` holds one `kc × MR` panel; AVX-512F is this function's
+                        // precondition.
+                        unsafe { a_panel(&p, ir, rows, pc, kc, false, panel) };
                     }
+                    (panel.as_ptr(), (1, MR))
+                } else {
+                    // SAFETY: rows `ir..ir+rows` and columns `pc..pc+kc` lie in `A`; `ap` holds
+                    // one `KC × MR` panel; AVX-512F is this function's precondition.
+                    unsafe { a_panel(&p, ir, rows, pc, kc, direct_a, ap) }
+                };
+                for q in j0..j1 {
+                    if cold_b {
+                        next.late(call, calls);
+                    }
+                    call += 1;
+                    let jr = q * NR;
+                    let tile = avx512::Tile {
+                        kc,
+                        a: apanel,
+                        ars: strides.0,
+                        aks: strides.1,
+                        b: bp.wrapping_add(first + jr * kc).cast_const(),
+                        bks: NR,
+                        c: p.c.wrapping_add(ir * p.ldc + jc + jr),
+                        ldc: p.ldc,
+                        rows,
+                        cols: NR.min(nc - jr),
+                        accumulate: pc > 0,
+                    };
+                    // SAFETY: AVX-512F is the caller's precondition; `apanel` is a panel of
+                    // `kc` steps of `A`, `b` a packed `kc × NR` panel of this block (packed
+                    // before the barrier, or by this member), and the corner of `C` lies in
+                    // this member's rows (or panels), which no other member writes.
+                    unsafe { avx512::kernel(tile) };
                 }
             }
         }
@@ -577,7 +605,7 @@ unsafe fn serial(p: Problem<f32>) {
     BUFFERS.with(|cell| {
         let mut bufs = cell.borrow_mut();
         let (abuf, bbuf) = &mut *bufs;
-        let direct_a = p.csa == 1 && p.m * p.k * p.n < blk().pack_a_min;
+        let direct_a = p.csa == 1 && !pack_row_major_a(&p);
         let cold_b = p.k * p.n >= PREFETCH_B_MIN;
         let ap: &mut [f32] =
             lines(abuf, if direct_a { MR } else { blk().mc.min(p.m.div_ceil(MR) * MR) } * blk().kc.min(p.k));
@@ -862,23 +890,32 @@ mod tests {
         }
     }
 
-    /// A product large enough for the serial path to pack a row-major `A` where `pack_a_min` says
-    /// so (Intel: NOTE [Blocking by CPU]) and run the packed loop on it: the same bits as the team,
-    /// which reads `A` in place with the general loop, with a partial last panel and block of `k`.
+    /// A product large enough for a row-major `A` to be packed where `pack_a_min` says so (Intel:
+    /// NOTE [Blocking by CPU]) gives the same bits on the serial path and on the team's (blocks
+    /// of `k` outermost), with a partial last panel and block of `k`; and its first 500 columns,
+    /// computed alone (too few columns to pack `A`: read in place, NOTE [In-place loop] on
+    /// Intel), give the same bits again.
     #[test]
-    fn packed_a_on_large_products_matches_in_place_bits() {
+    fn packed_and_in_place_a_give_the_same_bits() {
         if !avx512() {
             return;
         }
         let (m, k, n) = (1030, 1030, 1030);
         assert!(m * k * n >= 1 << 30);
         let want = serial_bits(m, k, n, false, false, 3);
-        let mut t = case(m, k, n, false, false, 3);
-        t.p.c = t.c.as_mut_ptr();
-        // SAFETY: AVX-512F was detected; the case's vectors fit its shapes and strides.
-        unsafe { sgemm_team(t.p, 2, 0, false) };
-        let got: Vec<u32> = t.c.iter().map(|x| x.to_bits()).collect();
-        assert!(got == want, "{m}x{k}x{n}: the serial product's bits differ from the team's");
+        let ldc = n + 3;
+        for (cols, threads) in [(n, 2), (500, 1), (500, 2)] {
+            let mut t = case(m, k, n, false, false, 3);
+            t.p.n = cols;
+            t.p.c = t.c.as_mut_ptr();
+            // SAFETY: AVX-512F was detected; the case's vectors fit its shapes and strides (a
+            // narrower `n` reads and writes fewer columns of the same rows).
+            unsafe { sgemm_team(t.p, threads, 0, false) };
+            for i in 0..m {
+                let got: Vec<u32> = t.c[i * ldc..i * ldc + cols].iter().map(|x| x.to_bits()).collect();
+                assert!(got == want[i * ldc..i * ldc + cols], "{cols} columns on {threads} threads: row {i} differs");
+            }
+        }
     }
 
     /// Concurrent GEMMs from many threads and from inside rayon's pool finish (the team is taken
