@@ -47,3 +47,32 @@ def test_product_in_forked_child_after_parent_used_threads():
         time.sleep(0.05)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     assert _product(2) < 1e-3  # and the parent's team still works
+
+
+def test_elementwise_passes_shared_with_the_helper_match_numpy():
+    # Right after a two-thread product the team's helper is awake, and a cheap element-wise pass of
+    # 2^15 to 2^18 values shares its chunks with it (NOTE [Element-wise work on the team] in
+    # src/ops/kernel.rs): in place, out of place, one and two operands, and a length that is not a
+    # multiple of the chunk (8192), all against NumPy.
+    rng = np.random.default_rng(5)
+    x = tg.tensor(rng.standard_normal((64, 1000)).astype(np.float32))
+    w_np = rng.standard_normal((1000, 100)).astype(np.float32)
+    g_np = rng.standard_normal((1000, 100)).astype(np.float32)
+    w, g = tg.tensor(w_np.copy()), tg.tensor(g_np)
+    for n in (100_000, 40_001, 250_000):
+        a_np = rng.standard_normal(n).astype(np.float32)
+        b_np = rng.standard_normal(n).astype(np.float32)
+        a, b = tg.tensor(a_np.copy()), tg.tensor(b_np)
+        x @ w  # wakes the helper
+        a.sub_(b)
+        np.testing.assert_array_equal(a.numpy(), a_np - b_np)
+        x @ w
+        np.testing.assert_array_equal((a * b).numpy(), (a_np - b_np) * b_np)
+        x @ w
+        np.testing.assert_array_equal((a * 2.0).numpy(), (a_np - b_np) * np.float32(2.0))
+        x @ w
+        a.neg_()
+        np.testing.assert_array_equal(a.numpy(), -(a_np - b_np))
+    x @ w
+    w.sub_(g)  # the operand the product just read (W1's weight update)
+    np.testing.assert_array_equal(w.numpy(), w_np - g_np)

@@ -31,6 +31,7 @@ use super::linalg::Problem;
 use avx512::{MR, NR};
 
 pub(crate) use amx::available as amx_available;
+pub(crate) use team::for_chunks;
 
 /// The blocking of the float32 kernel: `KC` steps of `k`, `MC` rows of `A` and `NC` columns of `B`
 /// per pass (the serial path), `NC_TEAM` columns of a block of `B` shared by the team (NOTE

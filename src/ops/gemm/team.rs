@@ -50,6 +50,8 @@ type Job = dyn Fn(usize) + Sync + 'static;
 struct Helper {
     state: AtomicUsize,
     thread: Thread,
+    /// Not parked: spinning, yielding or running a job (read by `for_chunks`).
+    awake: AtomicBool,
 }
 
 const IDLE: usize = 0;
@@ -171,7 +173,11 @@ impl Guard {
             let id = helpers.len() + 1;
             let (tx, rx) = std::sync::mpsc::channel();
             let spawned = std::thread::Builder::new().name(format!("tapegrad-gemm-{id}")).spawn(move || {
-                let me = Arc::new(Helper { state: AtomicUsize::new(IDLE), thread: std::thread::current() });
+                let me = Arc::new(Helper {
+                    state: AtomicUsize::new(IDLE),
+                    thread: std::thread::current(),
+                    awake: AtomicBool::new(true),
+                });
                 if tx.send(me.clone()).is_ok() {
                     serve(&me, id);
                 }
@@ -197,6 +203,7 @@ fn pause(spins: &mut u32) {
 
 /// A helper's life: wait for a posted job, take it, run it, report, repeat.
 fn serve(me: &Helper, id: usize) {
+    HELPER_AWAKE.store(true, Ordering::Relaxed);
     loop {
         let since = Instant::now();
         let mut n = 0u32;
@@ -210,7 +217,11 @@ fn serve(me: &Helper, id: usize) {
             let waited = if n < 256 && !n.is_multiple_of(32) { Duration::ZERO } else { since.elapsed() };
             if waited >= YIELD_FOR {
                 // A stale unpark makes this return at once; the loop re-checks the state.
+                me.awake.store(false, Ordering::Relaxed);
+                HELPER_AWAKE.store(false, Ordering::Relaxed);
                 std::thread::park();
+                me.awake.store(true, Ordering::Relaxed);
+                HELPER_AWAKE.store(true, Ordering::Relaxed);
             } else if waited >= SPIN_FOR {
                 std::thread::yield_now();
             } else {
@@ -254,5 +265,51 @@ impl Barrier {
                 pause(&mut spins);
             }
         }
+    }
+}
+
+/// Whether the first helper (of this or a parent process) was awake when last seen: a hint read
+/// before taking the team (`for_chunks`), which then checks the helper itself.
+static HELPER_AWAKE: AtomicBool = AtomicBool::new(false);
+
+/// Runs `work(i)` for every `i < chunks`, each once, on the calling thread and, when the team is
+/// free and its helper awake (not parked: it ran a product in the last `YIELD_FOR`), on the helper
+/// too: the chunks are claimed from a counter, and a helper that is slow to come leaves them all
+/// to the caller (a revocable job, as NOTE [Claimed tiles]). For mid-sized element-wise work
+/// (NOTE [Element-wise work on the team] in `ops/kernel.rs`). `work` must not panic (a panic in a
+/// helper aborts the process, see the NOTE above). Returns `false`, having done nothing, when the
+/// helper is not at hand (the caller then does the work in one piece).
+pub(crate) fn for_chunks(chunks: usize, work: &(dyn Fn(usize) + Sync)) -> bool {
+    // (No check of `parallel::threads()`, a lock: the helper is awake only after a team product,
+    // which that check let through.)
+    let team = if chunks < 2 || !HELPER_AWAKE.load(Ordering::Relaxed) || rayon::current_thread_index().is_some() {
+        None
+    } else {
+        try_acquire()
+    };
+    match team {
+        Some(mut team) if team.helper_awake() => {
+            let next = AtomicUsize::new(0);
+            team.run(2, true, &|_| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= chunks {
+                    return;
+                }
+                work(i);
+            });
+            true
+        }
+        _ => false,
+    }
+}
+
+impl Guard {
+    /// Whether this process has a helper and it is not parked (waking one costs the caller a
+    /// futex wake, more than a mid-sized element-wise pass gains).
+    fn helper_awake(&self) -> bool {
+        // SAFETY: this guard holds `busy`.
+        let helpers = unsafe { &*TEAM.helpers.get() };
+        OWNER.load(Ordering::Relaxed) == std::process::id()
+            && helpers.first().is_some_and(|h| h.awake.load(Ordering::Relaxed))
     }
 }
