@@ -89,6 +89,34 @@ pub(super) fn prefetch_c(c: *const f32, ldc: usize, rows: usize, cols: usize) {
     }
 }
 
+/// `kc` steps of a micro-kernel loop, four per iteration: `$step` for `u` in 0..4, then `$advance`
+/// with `n` = 4; the remainder one at a time (`u` = 0, `n` = 1); `$prefetch` runs `C_AHEAD` steps
+/// before the end (NOTE [Prefetching C]). A macro, so that every step is inlined and the
+/// accumulators stay in registers (the packed and in-place loops).
+macro_rules! by_fours {
+    ($kc:expr, $prefetch:expr, |$u:ident| $step:expr, |$n:ident| $advance:expr) => {{
+        let ahead = $kc.min(C_AHEAD);
+        for (phase, steps) in [(0, $kc - ahead), (1, ahead)] {
+            if phase == 1 {
+                $prefetch;
+            }
+            for _ in 0..steps / 4 {
+                for $u in 0..4 {
+                    $step;
+                }
+                let $n = 4;
+                $advance;
+            }
+            for _ in 0..steps % 4 {
+                let $u = 0;
+                $step;
+                let $n = 1;
+                $advance;
+            }
+        }
+    }};
+}
+
 /// The general loop of `block` (any strides of `A`, any step of `B`), into `acc`.
 ///
 /// # Safety
@@ -184,28 +212,12 @@ unsafe fn in_place<const R: usize, const V: usize>(acc: &mut [[__m512; V]; R], t
         }};
     }
     let mut b = b;
-    let ahead = kc.min(C_AHEAD);
-    for (phase, steps) in [(0, kc - ahead), (1, ahead)] {
-        if phase == 1 {
-            prefetch_c(c, ldc, rows, cols);
+    by_fours!(kc, prefetch_c(c, ldc, rows, cols), |u| step!(bases, u, b.wrapping_add(u * NR)), |n| {
+        for base in bases.iter_mut() {
+            *base = base.wrapping_add(n);
         }
-        for _ in 0..steps / 4 {
-            for u in 0..4 {
-                step!(bases, u, b.wrapping_add(u * NR));
-            }
-            for base in bases.iter_mut() {
-                *base = base.wrapping_add(4);
-            }
-            b = b.wrapping_add(4 * NR);
-        }
-        for _ in 0..steps % 4 {
-            step!(bases, 0, b);
-            for base in bases.iter_mut() {
-                *base = base.wrapping_add(1);
-            }
-            b = b.wrapping_add(NR);
-        }
-    }
+        b = b.wrapping_add(n * NR);
+    });
 }
 
 /// The loop behind `kernel` for `R` rows (of the 12-row panel) and `V` vectors of 16 columns;
@@ -242,24 +254,10 @@ unsafe fn block<const R: usize, const V: usize, const PACKED: bool>(t: Tile) {
             }};
         }
         let (mut a, mut b) = (a, b);
-        let ahead = kc.min(C_AHEAD);
-        for (phase, steps) in [(0, kc - ahead), (1, ahead)] {
-            if phase == 1 {
-                prefetch_c(c, ldc, rows, cols);
-            }
-            for _ in 0..steps / 4 {
-                for u in 0..4 {
-                    step!(a.wrapping_add(u * MR), b.wrapping_add(u * NR));
-                }
-                a = a.wrapping_add(4 * MR);
-                b = b.wrapping_add(4 * NR);
-            }
-            for _ in 0..steps % 4 {
-                step!(a, b);
-                a = a.wrapping_add(MR);
-                b = b.wrapping_add(NR);
-            }
-        }
+        by_fours!(kc, prefetch_c(c, ldc, rows, cols), |u| step!(a.wrapping_add(u * MR), b.wrapping_add(u * NR)), |n| {
+            a = a.wrapping_add(n * MR);
+            b = b.wrapping_add(n * NR);
+        });
     } else if t.aks == 1 && t.bks == NR && super::blk().packed_loop {
         // SAFETY: as for this function.
         unsafe { in_place(&mut acc, t) };
