@@ -67,6 +67,12 @@ pub fn set_threads(n: usize) -> crate::Result<()> {
     Ok(())
 }
 
+/// Whether `set_threads(1)` was called last: one atomic load, for paths too short to take the
+/// pool's lock (`threads()`).
+pub(crate) fn one_thread() -> bool {
+    WANTED.load(Ordering::Relaxed) == 1
+}
+
 /// The fork generation: changes in a forked child (for other thread teams that must forget the
 /// parent's threads, such as the GEMM's).
 pub fn fork_generation() -> usize {

@@ -280,9 +280,11 @@ static HELPER_AWAKE: AtomicBool = AtomicBool::new(false);
 /// helper aborts the process, see the NOTE above). Returns `false`, having done nothing, when the
 /// helper is not at hand (the caller then does the work in one piece).
 pub(crate) fn for_chunks(chunks: usize, work: &(dyn Fn(usize) + Sync)) -> bool {
-    // (No check of `parallel::threads()`, a lock: the helper is awake only after a team product,
-    // which that check let through.)
-    let team = if chunks < 2 || !HELPER_AWAKE.load(Ordering::Relaxed) || rayon::current_thread_index().is_some() {
+    let team = if chunks < 2
+        || !HELPER_AWAKE.load(Ordering::Relaxed)
+        || crate::parallel::one_thread()
+        || rayon::current_thread_index().is_some()
+    {
         None
     } else {
         try_acquire()
