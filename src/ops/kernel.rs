@@ -22,8 +22,8 @@ pub(crate) const PARALLEL_ELEMENTS_HEAVY: usize = 1 << 13;
 /// Elements per rayon task: large enough to amortize scheduling, small enough to balance.
 const CHUNK: usize = 1 << 14;
 
-/// From this many elements (below `PARALLEL_ELEMENTS`), a cheap in-place kernel shares its chunks
-/// of `TEAM_CHUNK` with the GEMM team's helper (NOTE [Element-wise work on the team]).
+/// From this many elements (below `PARALLEL_ELEMENTS`), a cheap element-wise kernel shares its
+/// chunks of `TEAM_CHUNK` with the GEMM team's helper (NOTE [Element-wise work on the team]).
 const TEAM_ELEMENTS: usize = 1 << 15;
 const TEAM_CHUNK: usize = 1 << 13;
 
@@ -38,10 +38,10 @@ const TEAM_CHUNK: usize = 1 << 13;
 // or the team is busy. Measured (session 11, wheels alternated): `mm` + `w.sub_` 124 → 97 µs; W1
 // 0.233–0.234 → 0.226–0.231 ms/step. Element-wise results do not depend on who computes them.
 
-/// A slice's start, handed to the threads of `chunked`, each of which touches its own range.
+/// A slice's start, handed to the threads of `split`, each of which touches its own range.
 #[derive(Clone, Copy)]
 struct Shared<T>(*mut T);
-// SAFETY: the ranges the threads of `chunked` read and write through it are disjoint.
+// SAFETY: the ranges the threads of `split` read and write through it are disjoint.
 unsafe impl<T> Send for Shared<T> {}
 // SAFETY: as for `Send`.
 unsafe impl<T> Sync for Shared<T> {}

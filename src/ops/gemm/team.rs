@@ -50,8 +50,6 @@ type Job = dyn Fn(usize) + Sync + 'static;
 struct Helper {
     state: AtomicUsize,
     thread: Thread,
-    /// Not parked: spinning, yielding or running a job (read by `for_chunks`).
-    awake: AtomicBool,
 }
 
 const IDLE: usize = 0;
@@ -173,11 +171,7 @@ impl Guard {
             let id = helpers.len() + 1;
             let (tx, rx) = std::sync::mpsc::channel();
             let spawned = std::thread::Builder::new().name(format!("tapegrad-gemm-{id}")).spawn(move || {
-                let me = Arc::new(Helper {
-                    state: AtomicUsize::new(IDLE),
-                    thread: std::thread::current(),
-                    awake: AtomicBool::new(true),
-                });
+                let me = Arc::new(Helper { state: AtomicUsize::new(IDLE), thread: std::thread::current() });
                 if tx.send(me.clone()).is_ok() {
                     serve(&me, id);
                 }
@@ -203,7 +197,10 @@ fn pause(spins: &mut u32) {
 
 /// A helper's life: wait for a posted job, take it, run it, report, repeat.
 fn serve(me: &Helper, id: usize) {
-    HELPER_AWAKE.store(true, Ordering::Relaxed);
+    let first = id == 1;
+    if first {
+        HELPER_AWAKE.store(true, Ordering::Relaxed);
+    }
     loop {
         let since = Instant::now();
         let mut n = 0u32;
@@ -217,11 +214,13 @@ fn serve(me: &Helper, id: usize) {
             let waited = if n < 256 && !n.is_multiple_of(32) { Duration::ZERO } else { since.elapsed() };
             if waited >= YIELD_FOR {
                 // A stale unpark makes this return at once; the loop re-checks the state.
-                me.awake.store(false, Ordering::Relaxed);
-                HELPER_AWAKE.store(false, Ordering::Relaxed);
+                if first {
+                    HELPER_AWAKE.store(false, Ordering::Relaxed);
+                }
                 std::thread::park();
-                me.awake.store(true, Ordering::Relaxed);
-                HELPER_AWAKE.store(true, Ordering::Relaxed);
+                if first {
+                    HELPER_AWAKE.store(true, Ordering::Relaxed);
+                }
             } else if waited >= SPIN_FOR {
                 std::thread::yield_now();
             } else {
@@ -268,8 +267,8 @@ impl Barrier {
     }
 }
 
-/// Whether the first helper (of this or a parent process) was awake when last seen: a hint read
-/// before taking the team (`for_chunks`), which then checks the helper itself.
+/// Whether the first helper is not parked (spinning, yielding or running a job). Inherited by a
+/// forked child, whose helpers are not the parent's: `Guard::helper_awake` checks the owner.
 static HELPER_AWAKE: AtomicBool = AtomicBool::new(false);
 
 /// Runs `work(i)` for every `i < chunks`, each once, on the calling thread and, when the team is
@@ -311,7 +310,8 @@ impl Guard {
     fn helper_awake(&self) -> bool {
         // SAFETY: this guard holds `busy`.
         let helpers = unsafe { &*TEAM.helpers.get() };
-        OWNER.load(Ordering::Relaxed) == std::process::id()
-            && helpers.first().is_some_and(|h| h.awake.load(Ordering::Relaxed))
+        HELPER_AWAKE.load(Ordering::Relaxed)
+            && !helpers.is_empty()
+            && OWNER.load(Ordering::Relaxed) == std::process::id()
     }
 }
