@@ -52,8 +52,9 @@ def test_product_in_forked_child_after_parent_used_threads():
 def test_elementwise_passes_shared_with_the_helper_match_numpy():
     # Right after a two-thread product the team's helper is awake, and a cheap element-wise pass of
     # 2^15 to 2^18 values shares its chunks with it (NOTE [Element-wise work on the team] in
-    # src/ops/kernel.rs): in place, out of place, one and two operands, and a length that is not a
-    # multiple of the chunk (8192), all against NumPy.
+    # src/ops/kernel.rs): in place, out of place, one and two operands, fills, and a length that is
+    # not a multiple of the chunk (8192), all against NumPy. The caller claims chunks from the front
+    # and the helper from the back: an in-place pass shows a chunk done twice, or skipped.
     rng = np.random.default_rng(5)
     x = tg.tensor(rng.standard_normal((64, 1000)).astype(np.float32))
     w_np = rng.standard_normal((1000, 100)).astype(np.float32)
@@ -73,6 +74,12 @@ def test_elementwise_passes_shared_with_the_helper_match_numpy():
         x @ w
         a.neg_()
         np.testing.assert_array_equal(a.numpy(), -(a_np - b_np))
+        x @ w
+        b.zero_()  # `zero_` and `fill_` share their passes too
+        assert not b.numpy().any()
+        x @ w
+        b.fill_(-2.5)
+        np.testing.assert_array_equal(b.numpy(), np.full(n, -2.5, np.float32))
     x @ w
     w.sub_(g)  # the operand the product just read (W1's weight update)
     np.testing.assert_array_equal(w.numpy(), w_np - g_np)

@@ -352,7 +352,7 @@ impl Tensor {
                 Scalar::Int(i) => T::from_i64(i),
                 Scalar::Bool(b) => T::from_i64(b as i64),
             };
-            self.update_in_place::<T>(name, move |d: &mut [T]| d.fill(v))
+            self.update_in_place::<T>(name, move |d: &mut [T]| crate::ops::kernel::fill(d, v))
         })
     }
     /// Clamps in place.

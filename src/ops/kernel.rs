@@ -36,7 +36,14 @@ const TEAM_CHUNK: usize = 1 << 13;
 // post away. So a cheap kernel of `TEAM_ELEMENTS` to `PARALLEL_ELEMENTS` values shares its chunks
 // with the helper when the helper is awake (`gemm::for_chunks`), and runs alone when it is parked
 // or the team is busy. Measured (session 11, wheels alternated): `mm` + `w.sub_` 124 → 97 µs; W1
-// 0.233–0.234 → 0.226–0.231 ms/step. Element-wise results do not depend on who computes them.
+// 0.233–0.234 → 0.226–0.231 ms/step. The chunks were first handed out from one counter, so a
+// tensor's lines went to whichever core claimed them and moved between the cores from pass to
+// pass (W1's weight update, its gradient's accumulation and `zero_`: three passes over the same
+// 100k values a step); claimed from both ends (the caller from the front, the helper from the
+// back) each half stays in one core's L2, next to the half of the gradient that core's rows of
+// the weight-gradient product wrote (NOTE [Claimed tiles]), and `zero_` joined the passes: W1
+// 0.251–0.257 → 0.213–0.224 ms/step (session 12, three alternations). Element-wise results do
+// not depend on who computes them.
 
 /// A slice's start, handed to the threads of `split`, each of which touches its own range.
 #[derive(Clone, Copy)]
@@ -175,6 +182,15 @@ pub(crate) fn map_in_place<T: Copy + Send + Sync>(d: &mut [T], cost: Cost, f: im
     // SAFETY: as in `collect_map`.
     if !split(d.len(), cost, &|r| run(unsafe { shared.part(&r) })) {
         run(d);
+    }
+}
+
+/// Every value of `d` set to `v` (see `collect_map`): `zero_` of a gradient between steps.
+pub(crate) fn fill<T: Copy + Send + Sync>(d: &mut [T], v: T) {
+    let shared = Shared(d.as_mut_ptr());
+    // SAFETY: as in `collect_map`.
+    if !split(d.len(), Cost::Cheap, &|r| unsafe { shared.part(&r) }.fill(v)) {
+        d.fill(v);
     }
 }
 

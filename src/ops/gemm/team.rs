@@ -30,7 +30,7 @@
 //! descheduled delays nothing. A job whose members meet at barriers waits for every member.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -273,13 +273,17 @@ static HELPER_AWAKE: AtomicBool = AtomicBool::new(false);
 
 /// Runs `work(i)` for every `i < chunks`, each once, on the calling thread and, when the team is
 /// free and its helper awake (not parked: it ran a product in the last `YIELD_FOR`), on the helper
-/// too: the chunks are claimed from a counter, and a helper that is slow to come leaves them all
-/// to the caller (a revocable job, as NOTE [Claimed tiles]). For mid-sized element-wise work
+/// too: the caller claims chunks from the front and the helper from the back, and a helper that
+/// is slow to come leaves them all to the caller (a revocable job, as NOTE [Claimed tiles]).
+/// Claimed from both ends, each chunk goes to the same core pass after pass (up to the chunk or
+/// two where they meet), so a tensor's halves stay in that core's cache (NOTE [Element-wise work
+/// on the team] in `ops/kernel.rs`: one shared counter handed them out anew each pass, and the
+/// lines moved between the cores). For mid-sized element-wise work
 /// (NOTE [Element-wise work on the team] in `ops/kernel.rs`). `work` must not panic (a panic in a
 /// helper aborts the process, see the NOTE above). Returns `false`, having done nothing, when the
 /// helper is not at hand (the caller then does the work in one piece).
 pub(crate) fn for_chunks(chunks: usize, work: &(dyn Fn(usize) + Sync)) -> bool {
-    let team = if chunks < 2
+    let team = if !(2..=u32::MAX as usize).contains(&chunks)
         || !HELPER_AWAKE.load(Ordering::Relaxed)
         || crate::parallel::one_thread()
         || rayon::current_thread_index().is_some()
@@ -290,13 +294,17 @@ pub(crate) fn for_chunks(chunks: usize, work: &(dyn Fn(usize) + Sync)) -> bool {
     };
     match team {
         Some(mut team) if team.helper_awake() => {
-            let next = AtomicUsize::new(0);
-            team.run(2, true, &|_| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= chunks {
+            // Chunks claimed so far from the front (low half) and from the back (high half). A
+            // claim is good while the two sum to less than `chunks`: every claim adds one, so the
+            // front's `f` and the back's `chunks - 1 - b` are never the same chunk.
+            let claimed = AtomicU64::new(0);
+            team.run(2, true, &|id| loop {
+                let old = claimed.fetch_add(if id == 0 { 1 } else { 1 << 32 }, Ordering::Relaxed);
+                let (front, back) = (old as u32 as usize, (old >> 32) as usize);
+                if front + back >= chunks {
                     return;
                 }
-                work(i);
+                work(if id == 0 { front } else { chunks - 1 - back });
             });
             true
         }
