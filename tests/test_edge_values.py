@@ -23,6 +23,16 @@ def test_relu_keeps_nan():
     assert math.isnan(tg.tensor([float("nan")]).relu().item())
 
 
+def test_relu_and_clamp_keep_negative_zero_as_pytorch():
+    # PyTorch's relu is clamp_min(x, 0), which returns x itself when x is not below 0: relu(-0.0)
+    # is -0.0, and rsqrt of it -inf (found by the differential test against PyTorch).
+    for dtype in (tg.float32, tg.float64):
+        z = tg.tensor([-0.0, 0.0], dtype=dtype)
+        for out in (z.relu(), z.clamp(min=0.0)):
+            assert [math.copysign(1.0, v) for v in out.tolist()] == [-1.0, 1.0]
+        assert z.relu().rsqrt().tolist() == [-math.inf, math.inf]
+
+
 @pytest.mark.parametrize(
     "kwargs, x, want",
     [

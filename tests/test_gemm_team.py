@@ -80,6 +80,13 @@ def test_elementwise_passes_shared_with_the_helper_match_numpy():
         x @ w
         b.fill_(-2.5)
         np.testing.assert_array_equal(b.numpy(), np.full(n, -2.5, np.float32))
+    for n in (40_001, 65_536):  # the vector transcendentals (fastmath), up to W6's 256x256 layer
+        v_np = rng.standard_normal(n).astype(np.float32) * 3
+        v = tg.tensor(v_np)
+        for name in ("tanh", "exp", "sigmoid"):
+            x @ w
+            want = {"tanh": np.tanh, "exp": np.exp, "sigmoid": lambda z: 1 / (1 + np.exp(-z))}[name](v_np.astype(np.float64))
+            np.testing.assert_allclose(getattr(v, name)().numpy(), want, rtol=1e-6, atol=1e-30, err_msg=name)
     x @ w
     w.sub_(g)  # the operand the product just read (W1's weight update)
     np.testing.assert_array_equal(w.numpy(), w_np - g_np)

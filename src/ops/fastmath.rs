@@ -11,9 +11,8 @@
 
 use std::mem::MaybeUninit;
 
-use rayon::prelude::*;
-
 use super::elementwise::Unary;
+use super::kernel::{self, Cost};
 
 const LOG2E: f32 = std::f32::consts::LOG2_E;
 const LN2_HI: f32 = 0.693_145_75;
@@ -81,15 +80,16 @@ pub(crate) fn sigmoid_f32(x: f32) -> f32 {
     1.0 / (1.0 + exp_f32(-x))
 }
 
-/// Elements per rayon task.
-const CHUNK: usize = 1 << 13;
 /// Above this many elements these run on two threads (compare `kernel::PARALLEL_ELEMENTS_HEAVY`,
 /// sized for libm's 10 ns per element). `tanh` takes about 0.25 ns per element here, 17 µs for a
 /// 256×256 layer on one thread; split over the pool, 13.5 µs alone, but in W6's forward pass, where
 /// each `tanh` follows a product whose helper thread still spins (`gemm::team`), waking the pool's
 /// threads cost more than it saved: W6's forward took 19.5 ms with that layer on one thread against
-/// 22 ms split (min of 15 steps, CI-profile build, same minute). So up to 256×256 stays on one thread.
-const PARALLEL: usize = 1 << 16;
+/// 22 ms split (min of 15 steps, CI-profile build, same minute). So up to 256×256 stays off the
+/// pool; from 2¹⁵ values it shares its chunks with that helper while it is awake (NOTE [Element-wise
+/// work on the team] in `kernel.rs`): after a 256×256 product (session 12, Intel), `tanh` of the
+/// result 28.7 → 15.5 µs, a layer of W6's forward (`mm` then `tanh`) 143–148 → 123–129 µs.
+pub(crate) const PARALLEL: usize = 1 << 16;
 
 /// `op` over `src` into a new vector when this file has a fast version of it, else `None`.
 pub(crate) fn unary_f32(op: Unary, src: &[f32]) -> Option<Vec<f32>> {
@@ -102,9 +102,9 @@ pub(crate) fn unary_f32(op: Unary, src: &[f32]) -> Option<Vec<f32>> {
     let mut out: Vec<f32> = Vec::with_capacity(src.len());
     let dst = &mut out.spare_capacity_mut()[..src.len()];
     let run = |d: &mut [MaybeUninit<f32>], s: &[f32]| chunk(op, f, d, s);
-    if src.len() > PARALLEL {
-        crate::parallel::install(|| dst.par_chunks_mut(CHUNK).zip(src.par_chunks(CHUNK)).for_each(|(d, s)| run(d, s)));
-    } else {
+    let shared = kernel::Shared(dst.as_mut_ptr());
+    // SAFETY: each range lies in `dst`, and no other range of this call overlaps it.
+    if !kernel::split(src.len(), Cost::Fast, &|r| run(unsafe { shared.part(&r) }, &src[r])) {
         run(dst, src);
     }
     // SAFETY: `chunk` wrote every one of the first `src.len()` slots above.

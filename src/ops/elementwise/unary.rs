@@ -344,13 +344,11 @@ impl Unary {
                     g.mul(&y.mul(&y.rsub_scalar(1.0)?)?)
                 })
             }
-            // NaN stays NaN. The backward is a select, not a product: a non-finite gradient where
-            // the output is 0 must give 0, as in PyTorch.
-            Unary::Relu => Entry::float(
-                "ReluBackward",
-                float_kernel!(Cheap, |x| if x <= 0.0 { 0.0 } else { x }),
-                Output,
-                |g, k| {
+            // NaN stays NaN, and -0.0 too (PyTorch's `clamp_min(x, 0)` keeps it: `rsqrt` of the
+            // result is then -inf). The backward is a select, not a product: a non-finite
+            // gradient where the output is 0 must give 0, as in PyTorch.
+            Unary::Relu => {
+                Entry::float("ReluBackward", float_kernel!(Cheap, |x| if x < 0.0 { 0.0 } else { x }), Output, |g, k| {
                     let y = k.y()?;
                     // NaN in `y` passes `g` through, as the `where` below does.
                     let f32f = |g: f32, y: f32| if y <= 0.0 { 0.0 } else { g };
@@ -358,10 +356,10 @@ impl Unary {
                         return out;
                     }
                     Tensor::where_(&y.detach().compare_scalar(0.0, Cmp::Le)?, &zero_like(g)?, g)
-                },
-            )
-            .ints(|x| x.max(0))
-            .no_bools("Boolean inputs not supported for relu"),
+                })
+                .ints(|x| x.max(0))
+                .no_bools("Boolean inputs not supported for relu")
+            }
             Unary::Abs => Entry::float("AbsBackward", float_kernel!(Cheap, |x| x.abs()), Input, |g, k| {
                 g.mul(&k.x()?.detach().sign()?)
             })
