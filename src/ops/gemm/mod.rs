@@ -831,7 +831,13 @@ mod tests {
         if !avx512() {
             return;
         }
-        let shapes = [(256, 256, 256, false, false), (64, 1000, 100, false, false), (1000, 64, 100, true, false)];
+        // 300×400×100: two blocks of `k` and a partial panel of `B`.
+        let shapes = [
+            (256, 256, 256, false, false),
+            (64, 1000, 100, false, false),
+            (1000, 64, 100, true, false),
+            (300, 400, 100, false, false),
+        ];
         let wants: Vec<Vec<u32>> = shapes.iter().map(|&(m, k, n, ta, tb)| serial_bits(m, k, n, ta, tb, 2)).collect();
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         for round in 0..3 {
