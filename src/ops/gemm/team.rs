@@ -276,10 +276,9 @@ static HELPER_AWAKE: AtomicBool = AtomicBool::new(false);
 /// too: the caller claims chunks from the front and the helper from the back, and a helper that
 /// is slow to come leaves them all to the caller (a revocable job, as NOTE [Claimed tiles]).
 /// Claimed from both ends, each chunk goes to the same core pass after pass (up to the chunk or
-/// two where they meet), so a tensor's halves stay in that core's cache (NOTE [Element-wise work
-/// on the team] in `ops/kernel.rs`: one shared counter handed them out anew each pass, and the
-/// lines moved between the cores). For mid-sized element-wise work
-/// (NOTE [Element-wise work on the team] in `ops/kernel.rs`). `work` must not panic (a panic in a
+/// two where they meet), so a tensor's halves stay in that core's cache (one shared counter handed
+/// them out anew each pass, and the lines moved between the cores). For mid-sized element-wise
+/// work (NOTE [Element-wise work on the team] in `ops/kernel.rs`). `work` must not panic (a panic in a
 /// helper aborts the process, see the NOTE above). Returns `false`, having done nothing, when the
 /// helper is not at hand (the caller then does the work in one piece).
 pub(crate) fn for_chunks(chunks: usize, work: &(dyn Fn(usize) + Sync)) -> bool {
