@@ -99,17 +99,7 @@ pub(crate) fn unary_f32(op: Unary, src: &[f32]) -> Option<Vec<f32>> {
         Unary::Sigmoid => sigmoid_f32,
         _ => return None,
     };
-    let mut out: Vec<f32> = Vec::with_capacity(src.len());
-    let dst = &mut out.spare_capacity_mut()[..src.len()];
-    let run = |d: &mut [MaybeUninit<f32>], s: &[f32]| chunk(op, f, d, s);
-    let shared = kernel::Shared(dst.as_mut_ptr());
-    // SAFETY: each range lies in `dst`, and no other range of this call overlaps it.
-    if !kernel::split(src.len(), Cost::Fast, &|r| run(unsafe { shared.part(&r) }, &src[r])) {
-        run(dst, src);
-    }
-    // SAFETY: `chunk` wrote every one of the first `src.len()` slots above.
-    unsafe { out.set_len(src.len()) };
-    Some(out)
+    Some(kernel::collect_chunks(src, Cost::Fast, |d, s| chunk(op, f, d, s)))
 }
 
 /// One chunk, in the widest vector code this CPU runs; writes every slot of `d`.

@@ -145,17 +145,24 @@ pub(crate) fn split(n: usize, cost: Cost, run: &(dyn Fn(std::ops::Range<usize>) 
 /// `f` over `src` into a new vector, in plain loops over chunks that the compiler vectorizes
 /// (to the CPU's widest vectors: NOTE [Wide element-wise loops]).
 fn collect_map<T: Copy + Sync, U: Send>(src: &[T], cost: Cost, f: impl Fn(T) -> U + Sync + Send) -> Vec<U> {
+    collect_chunks(src, cost, |d, s| wide(|| d.iter_mut().zip(s).for_each(|(d, &x)| _ = d.write(f(x)))))
+}
+
+/// A new vector of `src.len()` values, `run(dst, src)` writing every slot of each part of `dst`
+/// from the same part of `src`: the parts as `split` cuts them, or the whole at once.
+pub(crate) fn collect_chunks<T: Sync, U: Send>(
+    src: &[T],
+    cost: Cost,
+    run: impl Fn(&mut [std::mem::MaybeUninit<U>], &[T]) + Sync,
+) -> Vec<U> {
     let mut out: Vec<U> = Vec::with_capacity(src.len());
     let dst = &mut out.spare_capacity_mut()[..src.len()];
-    let run = |d: &mut [std::mem::MaybeUninit<U>], s: &[T]| {
-        wide(|| d.iter_mut().zip(s).for_each(|(d, &x)| _ = d.write(f(x))))
-    };
     let shared = Shared(dst.as_mut_ptr());
     // SAFETY: each range lies in `dst`, and no other range of this call overlaps it.
     if !split(src.len(), cost, &|r| run(unsafe { shared.part(&r) }, &src[r])) {
         run(dst, src);
     }
-    // SAFETY: every one of the first `src.len()` slots was written above.
+    // SAFETY: `run` wrote every one of the first `src.len()` slots above.
     unsafe { out.set_len(src.len()) };
     out
 }
