@@ -167,20 +167,25 @@ unsafe fn general<const R: usize, const V: usize>(acc: &mut [[__m512; V]; R], t:
     }
 }
 
-/// The loop of `block` for a row-major `A` read in place (`aks = 1`) and a packed `B`, into
-/// `acc` (NOTE [In-place loop]).
+/// The loop of `block` for a row-major `A` read in place (`aks = 1`) and `B` packed or read in
+/// place (any `bks`), into `acc` (NOTE [In-place loop]).
 ///
 /// # Safety
 /// As for `block`.
 #[target_feature(enable = "avx512f")]
 #[inline]
-unsafe fn in_place<const R: usize, const V: usize>(acc: &mut [[__m512; V]; R], t: Tile) {
+unsafe fn in_place<const R: usize, const V: usize, const B_IN_PLACE: bool>(acc: &mut [[__m512; V]; R], t: Tile) {
     // NOTE [In-place loop]: the general loop steps one pointer per row of `A` every step (a dozen
     // scalar adds per step beside 24 FMAs). Here rows `4g..4g + 4` are read from one base pointer
     // `g` and the row stride `s` (bytes) or `3s` as an index (`[base + s]`, `[base + 2s]`, `[base +
     // 3s]`), four steps per iteration at constant displacements: three pointer adds per four steps.
     // The FMAs, their operands and their order are the general loop's, and so are the bits.
+    // The four steps of `B` are at `0`, `bks`, `2 bks` and `3 bks` from one pointer: constant
+    // displacements for a packed panel (`bks = NR`), offsets held in registers for a `B` read in
+    // place (`B_IN_PLACE`: W1's `x @ w1`, which ran the general loop before, session 13). One
+    // instance for both lost 4-10% on packed panels (256³, 64×100×1000 with `B` transposed).
     let Tile { kc, a, ars, b, c, ldc, rows, cols, .. } = t;
+    let bks = if B_IN_PLACE { t.bks } else { NR };
     let s = ars * 4;
     let s3 = 3 * s;
     let mut bases = [a; 3];
@@ -192,7 +197,7 @@ unsafe fn in_place<const R: usize, const V: usize>(acc: &mut [[__m512; V]; R], t
             let (bases, u, b): ([*const f32; 3], usize, *const f32) = ($bases, $u, $b);
             let mut bv = [_mm512_setzero_ps(); V];
             for (v, x) in bv.iter_mut().enumerate() {
-                // SAFETY: `b` points at this step's NR = 32 values of the packed panel, `v < 2`.
+                // SAFETY: `b` points at this step's NR = 32 values of the panel, `v < 2`.
                 *x = unsafe { _mm512_loadu_ps(b.add(16 * v)) };
             }
             for (i, row) in acc.iter_mut().enumerate() {
@@ -212,11 +217,11 @@ unsafe fn in_place<const R: usize, const V: usize>(acc: &mut [[__m512; V]; R], t
         }};
     }
     let mut b = b;
-    by_fours!(kc, prefetch_c(c, ldc, rows, cols), |u| step!(bases, u, b.wrapping_add(u * NR)), |n| {
+    by_fours!(kc, prefetch_c(c, ldc, rows, cols), |u| step!(bases, u, b.wrapping_add(u * bks)), |n| {
         for base in bases.iter_mut() {
             *base = base.wrapping_add(n);
         }
-        b = b.wrapping_add(n * NR);
+        b = b.wrapping_add(n * bks);
     });
 }
 
@@ -258,9 +263,15 @@ unsafe fn block<const R: usize, const V: usize, const PACKED: bool>(t: Tile) {
             a = a.wrapping_add(n * MR);
             b = b.wrapping_add(n * NR);
         });
-    } else if t.aks == 1 && t.bks == NR && super::blk().packed_loop {
-        // SAFETY: as for this function.
-        unsafe { in_place(&mut acc, t) };
+    } else if t.aks == 1 && super::blk().packed_loop {
+        // SAFETY: as for this function (`bks = NR` for the packed instance).
+        unsafe {
+            if t.bks == NR {
+                in_place::<R, V, false>(&mut acc, t)
+            } else {
+                in_place::<R, V, true>(&mut acc, t)
+            }
+        };
     } else {
         // SAFETY: as for this function.
         unsafe { general(&mut acc, t) };

@@ -112,6 +112,18 @@ fn pack_row_major_a(p: &Problem<f32>) -> bool {
 /// 256 143 / 171, 512 164 / 174, 1024 174 / 169, 2048² 178 / 169).
 const PACK_A_MIN_N: usize = 1024;
 
+/// Up to this many rows of `C`, a row-major `B` is read in place instead of packed, on the serial
+/// path and on claimed tiles (NOTE [Claimed tiles]): each value of `B` then serves few rows, and
+/// packing it cost as much as a fifth of the product. Only a partial last panel (its rows would run
+/// past `n`) is packed.
+const IN_PLACE_B_MAX_M: usize = 96;
+
+/// Whether `B` is read in place rather than packed (`IN_PLACE_B_MAX_M`): a row-major `B` and a
+/// short `C`.
+fn in_place_b(p: &Problem<f32>) -> bool {
+    p.csb == 1 && p.m <= IN_PLACE_B_MAX_M
+}
+
 /// This process's blocking (NOTE [Blocking by CPU]).
 fn blk() -> &'static Blocking {
     static CHOSEN: std::sync::OnceLock<Blocking> = std::sync::OnceLock::new();
@@ -608,6 +620,9 @@ unsafe fn serial(p: Problem<f32>) {
         let (abuf, bbuf) = &mut *bufs;
         let direct_a = p.csa == 1 && !pack_row_major_a(&p);
         let cold_b = p.k * p.n >= PREFETCH_B_MIN;
+        // A `B` too large to stay in cache is packed whatever `m` (its blocks then stream
+        // contiguously, and are prefetched ahead).
+        let in_place_b = in_place_b(&p) && !cold_b;
         let ap: &mut [f32] =
             lines(abuf, if direct_a { MR } else { blk().mc.min(p.m.div_ceil(MR) * MR) } * blk().kc.min(p.k));
         let bp: &mut [f32] = lines(bbuf, blk().nc.min(p.n.div_ceil(NR) * NR) * blk().kc.min(p.k));
@@ -641,9 +656,15 @@ unsafe fn serial(p: Problem<f32>) {
                 for jc in (0..p.n).step_by(blk().nc) {
                     let nc = blk().nc.min(p.n - jc);
                     let b_block = p.b.wrapping_offset(pc as isize * p.rsb + jc as isize * p.csb);
-                    // SAFETY: rows `pc..pc+kc` and columns `jc..jc+nc` lie inside `B`; `bp` holds
-                    // `ceil(nc / NR)` panels of `kc × NR`; AVX-512F is the caller's precondition.
-                    unsafe { pack::pack_b(kc, nc, b_block, p.rsb, p.csb, bp) };
+                    // Read in place, the block's whole panels are not packed: only a partial last
+                    // one, at the start of `bp`.
+                    let whole = if in_place_b { nc - nc % NR } else { 0 };
+                    if nc > whole {
+                        // SAFETY: rows `pc..pc+kc` and columns `jc+whole..jc+nc` lie inside `B`;
+                        // `bp` holds `ceil(nc / NR)` panels of `kc × NR`; AVX-512F is the caller's
+                        // precondition.
+                        unsafe { pack::pack_b(kc, nc - whole, b_block.wrapping_add(whole), p.rsb, p.csb, bp) };
+                    }
                     let next = next_b(ic, pc, jc);
                     let calls = mc.div_ceil(MR) * nc.div_ceil(NR);
                     let mut call = 0;
@@ -666,13 +687,18 @@ unsafe fn serial(p: Problem<f32>) {
                                 next.late(call, calls);
                             }
                             call += 1;
+                            let (b, bks) = if jr < whole {
+                                (b_block.wrapping_add(jr), p.rsb as usize)
+                            } else {
+                                (bp.as_ptr().wrapping_add((jr - whole) * kc), NR)
+                            };
                             let tile = avx512::Tile {
                                 kc,
                                 a: apanel,
                                 ars: strides.0,
                                 aks: strides.1,
-                                b: bp.as_ptr().wrapping_add(jr * kc),
-                                bks: NR,
+                                b,
+                                bks,
                                 c: p.c.wrapping_add((ic + ir) * p.ldc + jc + jr),
                                 ldc: p.ldc,
                                 rows,
@@ -681,7 +707,8 @@ unsafe fn serial(p: Problem<f32>) {
                             };
                             // SAFETY: AVX-512F is the caller's precondition; `apanel` is a packed
                             // (or in-place, row-major) panel of `kc` steps of `A`, `b` a packed
-                            // `kc × NR` panel of `bp`, and the `rows × cols` corner of `C` at `c` is
+                            // `kc × NR` panel of `bp` or `kc` rows of `NR` values of `B` itself
+                            // (`jr + NR <= whole`), and the `rows × cols` corner of `C` at `c` is
                             // inside this thread's band.
                             unsafe { avx512::kernel(tile) };
                         }

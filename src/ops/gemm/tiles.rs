@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::avx512::{self, MR, NR};
-use super::{a_panel, blk, lines, pack, team, Problem, BUFFERS};
+use super::{a_panel, blk, in_place_b, lines, pack, team, Problem, BUFFERS};
 
 /// At most this many multiply-adds take this path (larger products share packed blocks of `B`
 /// instead, NOTE [Shared panels]: there a member's private copy of its columns of `B` would not
@@ -16,10 +16,6 @@ const CACHE_MAX: usize = 1 << 18;
 /// Units per member the rows are cut into, so that a member that comes late (or is descheduled)
 /// leaves little for the others to wait for.
 const UNITS_PER_MEMBER: usize = 8;
-/// Up to this many rows of `C`, a row-major `B` is read in place instead of packed (NOTE [Claimed
-/// tiles]): each value of `B` then serves few rows, and packing it cost as much as a fifth of the
-/// product.
-const IN_PLACE_B_MAX_M: usize = 96;
 
 // NOTE [Claimed tiles]: in a loop of small products with Python between them (W1, W6's forward),
 // a static split of `C` made two threads slower than one (W1 0.200 -> 0.274 ms/step; MM256 in
@@ -84,12 +80,6 @@ fn plan(p: &Problem<f32>, members: usize) -> Option<Plan> {
     let want = (UNITS_PER_MEMBER * members).div_ceil(groups);
     let unit_panels = row_panels.div_ceil(want.min(row_panels));
     Some(Plan { group_panels, unit_panels, row_units: row_panels.div_ceil(unit_panels) })
-}
-
-/// Whether the members read `B` in place rather than pack it (`IN_PLACE_B_MAX_M`): a row-major
-/// `B` and a short `C`.
-fn in_place_b(p: &Problem<f32>) -> bool {
-    p.csb == 1 && p.m <= IN_PLACE_B_MAX_M
 }
 
 /// A member's range of units, `front | back << 32`: its owner claims from the front, the others
