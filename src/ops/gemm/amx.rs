@@ -38,7 +38,8 @@ use std::arch::asm;
 use std::arch::x86_64::*;
 use std::sync::OnceLock;
 
-use super::bf16::{mask16, pack, pack_b_rows, transpose16, NR};
+use super::avx512::lanes;
+use super::bf16::{pack, pack_b_rows, transpose16, NR};
 use super::tiles::{next, Range};
 use super::{lines, team, Line};
 use crate::ops::linalg::{Band, Problem};
@@ -262,7 +263,7 @@ unsafe fn pack_a_panel(p: &Problem<f32>, packed: PackedA, r: usize) {
         let mut t = [_mm512_setzero_si512(); 16];
         if p.csa == 1 {
             // Rows of `k` contiguous: each row of the tile is its 32 values rounded, in order.
-            let (lo_mask, hi_mask) = (mask16(vals), mask16(vals.saturating_sub(16)));
+            let (lo_mask, hi_mask) = (lanes(vals), lanes(vals.saturating_sub(16)));
             for (i, x) in t.iter_mut().enumerate().take(rows) {
                 let line = from.wrapping_offset(i as isize * p.rsa);
                 // SAFETY: masked-off lanes are not read; the lanes kept are values

@@ -70,6 +70,15 @@ pub(super) unsafe fn kernel(t: Tile) {
     unsafe { run(t) }
 }
 
+/// The mask of lanes `0..n` of a vector (all sixteen from `n = 16`).
+pub(super) fn lanes(n: usize) -> __mmask16 {
+    if n >= 16 {
+        0xFFFF
+    } else {
+        ((1u32 << n) - 1) as __mmask16
+    }
+}
+
 /// Prefetches a tile of `C` of `rows` rows and `cols <= 32` columns at `c` (row stride `ldc`)
 /// into L1 (NOTE [Prefetching C]): each row's first and last values, and its middle line when the
 /// row is wider than 16 (a row spans at most three lines). A prefetch never faults, so any address
@@ -276,13 +285,6 @@ unsafe fn block<const R: usize, const V: usize, const PACKED: bool>(t: Tile) {
         // SAFETY: as for this function.
         unsafe { general(&mut acc, t) };
     }
-    let lanes = |n: usize| -> __mmask16 {
-        if n >= 16 {
-            0xFFFF
-        } else {
-            ((1u32 << n) - 1) as __mmask16
-        }
-    };
     for (i, row) in acc.iter().enumerate().take(rows) {
         let p = c.wrapping_add(i * ldc);
         for (v, &x) in row.iter().enumerate() {

@@ -24,6 +24,7 @@
 
 use std::arch::x86_64::*;
 
+use super::avx512::lanes;
 use super::tiles::{next, Range};
 use super::{lines, team, BUFFERS};
 use crate::ops::linalg::{Band, Problem};
@@ -290,14 +291,6 @@ pub(crate) fn bf16_bits(x: f32) -> u16 {
     ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) as u16
 }
 
-pub(super) fn mask16(n: usize) -> __mmask16 {
-    if n >= 16 {
-        0xFFFF
-    } else {
-        ((1u32 << n) - 1) as __mmask16
-    }
-}
-
 /// Packs `kc` steps of `width` lines (rows of `A` or columns of `B`) into a panel of `kc / 2` pair
 /// steps of `W` words: `dst[s·W + j]` holds values `2s` and `2s + 1` of line `j`, line `j`'s value
 /// `t` being at `src[j·ls + t·ks]`. Lines `width..W` and a missing odd value are zeros.
@@ -368,7 +361,7 @@ unsafe fn pack_interleave<const W: usize>(dst: &mut [u32], kc: usize, width: usi
         let even = src.wrapping_offset((2 * s) as isize * ks);
         let odd = src.wrapping_offset((2 * s + 1) as isize * ks);
         for v in 0..W.div_ceil(16) {
-            let valid = mask16(width.saturating_sub(16 * v));
+            let valid = lanes(width.saturating_sub(16 * v));
             // SAFETY: masked-off lanes are not read; the lanes kept are values `2s` (and `2s + 1`
             // when below `kc`) of lines `16v + l < width`.
             let e = unsafe { _mm512_maskz_loadu_ps(valid, even.wrapping_add(16 * v)) };
@@ -380,7 +373,7 @@ unsafe fn pack_interleave<const W: usize>(dst: &mut [u32], kc: usize, width: usi
             };
             let w = interleave(e, o);
             // SAFETY: words `s·W + 16v ..` up to `s·W + W` lie in `dst` (`W - 16v` lanes kept).
-            unsafe { _mm512_mask_storeu_epi32(dst.as_mut_ptr().add(s * W + 16 * v).cast(), mask16(W - 16 * v), w) };
+            unsafe { _mm512_mask_storeu_epi32(dst.as_mut_ptr().add(s * W + 16 * v).cast(), lanes(W - 16 * v), w) };
         }
     }
 }
@@ -411,7 +404,7 @@ pub(super) unsafe fn pack_b_rows(dst: &mut [u32], kc: usize, nc: usize, src: *co
         let odd = src.wrapping_offset((2 * s + 1) as isize * ks);
         for v in 0..vectors {
             // Vectors past `nc` (the last panel's padding) load nothing and store zeros.
-            let valid = mask16(nc.saturating_sub(16 * v));
+            let valid = lanes(nc.saturating_sub(16 * v));
             // SAFETY: masked-off lanes are not read; the lanes kept are values `16v + l < nc` of
             // rows `2s` (and `2s + 1` when below `kc`).
             let e = unsafe { _mm512_maskz_loadu_ps(valid, even.wrapping_add(16 * v)) };
@@ -473,10 +466,10 @@ unsafe fn pack_transpose<const W: usize>(dst: &mut [u32], kc: usize, width: usiz
     let kp = kc.div_ceil(2);
     for g in 0..W.div_ceil(16) {
         let lines = width.saturating_sub(16 * g).min(16);
-        let keep = mask16(W - 16 * g);
+        let keep = lanes(W - 16 * g);
         for c in 0..kc.div_ceil(32) {
             let vals = (kc - 32 * c).min(32);
-            let (lo_mask, hi_mask) = (mask16(vals), mask16(vals.saturating_sub(16)));
+            let (lo_mask, hi_mask) = (lanes(vals), lanes(vals.saturating_sub(16)));
             let mut r = [_mm512_setzero_si512(); 16];
             for (j, x) in r.iter_mut().enumerate().take(lines) {
                 let line = src.wrapping_offset((16 * g + j) as isize * ls).wrapping_add(32 * c);
@@ -581,7 +574,7 @@ unsafe fn block<const R: usize, const V: usize>(t: Tile) {
         let p = c.wrapping_add(i * ldc);
         for (v, &x) in row.iter().enumerate() {
             // A masked-off lane is neither read nor written (and cannot fault).
-            let (m, q) = (mask16(cols.saturating_sub(16 * v)), p.wrapping_add(16 * v));
+            let (m, q) = (lanes(cols.saturating_sub(16 * v)), p.wrapping_add(16 * v));
             // SAFETY: row `i < rows` of `C`; the mask keeps the access to its first `cols` values,
             // which the caller guarantees valid and this thread's alone.
             let y = if accumulate { _mm512_add_ps(x, unsafe { _mm512_maskz_loadu_ps(m, q) }) } else { x };

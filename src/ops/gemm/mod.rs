@@ -21,6 +21,7 @@
 mod amx;
 mod avx512;
 mod bf16;
+mod edge;
 mod pack;
 mod team;
 mod tiles;
@@ -302,10 +303,16 @@ unsafe fn sgemm_threads(p: Problem<f32>, threads: usize, min_work: usize) {
 }
 
 /// `sgemm_threads`, with the claimed-tiles path allowed or not (tests run both on small shapes).
+/// The last few columns are computed along another axis (NOTE [Narrow edge] in `edge.rs`: on
+/// claimed tiles with the units whose rows they share, else by the caller at the end), the rest
+/// by the paths below.
 ///
 /// # Safety
 /// As for `sgemm_threads`.
 unsafe fn sgemm_team(p: Problem<f32>, threads: usize, min_work: usize, claimed: bool) {
+    // SAFETY: as for this function.
+    let edge = unsafe { edge::Edge::of(&p) };
+    let p = edge.as_ref().map_or(p, edge::Edge::rest);
     let Problem { m, k, n, .. } = p;
     let (row_panels, col_panels) = (m.div_ceil(MR), n.div_ceil(NR));
     // A caller on a rayon worker runs serially (NOTE [Why a team and not rayon]).
@@ -316,7 +323,7 @@ unsafe fn sgemm_team(p: Problem<f32>, threads: usize, min_work: usize, claimed: 
             if claimed {
                 let members = team.members(threads);
                 // SAFETY: as for this function; `team` is held and fields `members`.
-                if members >= 2 && unsafe { tiles::run(p, &mut team, members) } {
+                if members >= 2 && unsafe { tiles::run(p, &mut team, members, edge.as_ref()) } {
                     return;
                 }
             }
@@ -331,12 +338,20 @@ unsafe fn sgemm_team(p: Problem<f32>, threads: usize, min_work: usize, claimed: 
             if members >= 2 {
                 // SAFETY: as for this function; `team` is held.
                 unsafe { shared(p, &mut team, members, split_rows) };
+                if let Some(edge) = edge {
+                    // SAFETY: as for this function; the members are done.
+                    unsafe { edge.all_rows() };
+                }
                 return;
             }
         }
     }
     // SAFETY: AVX-512F is this function's precondition; the operands are the caller's.
-    unsafe { serial(p) }
+    unsafe { serial(p) };
+    if let Some(edge) = edge {
+        // SAFETY: as for this function.
+        unsafe { edge.all_rows() };
+    }
 }
 
 /// Rows `ir..ir + rows` and columns `pc..pc + kc` of `A` as the kernel reads them, with their (row,
@@ -792,13 +807,51 @@ mod tests {
         Case { p, _a: a, _b: b, c }
     }
 
-    /// The serial product's bits, for comparison with a threaded one of the same case.
+    /// The one-thread product's bits (the serial path and the narrow edge), for comparison with
+    /// a threaded one of the same case.
     fn serial_bits(m: usize, k: usize, n: usize, ta: bool, tb: bool, seed: usize) -> Vec<u32> {
         let mut s = case(m, k, n, ta, tb, seed);
         s.p.c = s.c.as_mut_ptr();
         // SAFETY: AVX-512F was checked by the caller; the case's vectors fit its shapes and strides.
-        unsafe { serial(s.p) };
+        unsafe { sgemm_team(s.p, 1, usize::MAX, false) };
         s.c.iter().map(|x| x.to_bits()).collect()
+    }
+
+    /// The narrow edge (NOTE [Narrow edge]): the last `n % 16 <= 8` columns along `k` (row-major
+    /// `A`, `k >= 128`, `B` either way) or along `m` (`A` transposed), against the f64 reference
+    /// and with the same bits on 1–3 threads (the team forced on small shapes).
+    #[test]
+    fn narrow_edge_matches_reference_and_thread_counts() {
+        if !avx512() {
+            return;
+        }
+        let shapes = [
+            (64, 1000, 100, false, false),
+            (1000, 64, 100, true, false),
+            (7, 130, 17, false, false),
+            (5, 129, 24, false, true),
+            (130, 300, 52, false, false),
+            (70, 200, 40, true, false),
+            (33, 3, 19, true, true),
+            (17, 1, 100, true, false),
+        ];
+        for &(m, k, n, ta, tb) in &shapes {
+            let c = case(m, k, n, ta, tb, 0);
+            // SAFETY: AVX-512F was detected; the case's vectors fit its shapes and strides.
+            assert!(unsafe { edge::Edge::of(&c.p) }.is_some(), "{m}x{k}x{n} takes the edge path");
+            check(m, k, n, ta, tb);
+            let bits = |threads: usize| {
+                let mut t = case(m, k, n, ta, tb, 1);
+                t.p.c = t.c.as_mut_ptr();
+                // SAFETY: AVX-512F was detected; the case's vectors fit its shapes and strides.
+                unsafe { sgemm_threads(t.p, threads, 0) };
+                t.c.iter().map(|x| x.to_bits()).collect::<Vec<u32>>()
+            };
+            let want = bits(1);
+            for threads in 2..=3 {
+                assert!(bits(threads) == want, "{m}x{k}x{n} ta={ta} tb={tb}: {threads} threads differ from one");
+            }
+        }
     }
 
     /// The team's split (rows or panels, 1–3 members, forced on small shapes) gives the serial
@@ -926,9 +979,10 @@ mod tests {
 
     /// A product large enough for a row-major `A` to be packed where `pack_a_min` says so (Intel:
     /// NOTE [Blocking by CPU]) gives the same bits on the serial path and on the team's (blocks
-    /// of `k` outermost), with a partial last panel and block of `k`; and its first 500 columns,
+    /// of `k` outermost), with a partial last panel and block of `k`; and its first 512 columns,
     /// computed alone (too few columns to pack `A`: read in place, NOTE [In-place loop] on
-    /// Intel), give the same bits again.
+    /// Intel), give the same bits again. (512, a multiple of 16: a narrower product with a narrow
+    /// edge of its own would sum its last columns along `k`, NOTE [Narrow edge].)
     #[test]
     fn packed_and_in_place_a_give_the_same_bits() {
         if !avx512() {
@@ -938,7 +992,7 @@ mod tests {
         assert!(m * k * n >= 1 << 30);
         let want = serial_bits(m, k, n, false, false, 3);
         let ldc = n + 3;
-        for (cols, threads) in [(n, 2), (500, 1), (500, 2)] {
+        for (cols, threads) in [(n, 2), (512, 1), (512, 2)] {
             let mut t = case(m, k, n, false, false, 3);
             t.p.n = cols;
             t.p.c = t.c.as_mut_ptr();

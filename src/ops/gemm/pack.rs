@@ -24,7 +24,7 @@
 
 use std::arch::x86_64::*;
 
-use super::avx512::{MR, NR};
+use super::avx512::{lanes, MR, NR};
 
 /// Packs the `mc × kc` block of `A` at `a` into `ceil(mc / MR)` panels of `kc × MR` values,
 /// k-major (the MR values of one step of `k` are adjacent).
@@ -155,15 +155,6 @@ pub(super) unsafe fn pack_b(kc: usize, nc: usize, b: *const f32, rsb: isize, csb
                 }
             }
         }
-    }
-}
-
-/// The mask of the first `n` of 16 lanes.
-fn lanes(n: usize) -> __mmask16 {
-    if n >= 16 {
-        0xFFFF
-    } else {
-        ((1u32 << n) - 1) as __mmask16
     }
 }
 

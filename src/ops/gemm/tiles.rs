@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::avx512::{self, MR, NR};
+use super::edge::Edge;
 use super::{a_panel, blk, in_place_b, lines, pack, team, Problem, BUFFERS};
 
 /// At most this many multiply-adds take this path (larger products share packed blocks of `B`
@@ -137,6 +138,9 @@ struct Job<'a> {
     p: Problem<f32>,
     plan: Plan,
     ranges: &'a [Range],
+    /// The product's narrow edge, computed with the units of the last column group (their rows
+    /// share cache lines with it: NOTE [Narrow edge]).
+    edge: Option<&'a Edge>,
 }
 // SAFETY: members write disjoint units of `C` (each unit is claimed once); `A` and `B` are only
 // read.
@@ -147,13 +151,13 @@ unsafe impl Sync for Job<'_> {}
 ///
 /// # Safety
 /// The CPU must support AVX-512F; the operands as for `sgemm`, with `m`, `n` and `k` nonzero, and
-/// `members` at most what `team.members` returned.
-pub(super) unsafe fn run(p: Problem<f32>, team: &mut team::Guard, members: usize) -> bool {
+/// `members` at most what `team.members` returned; `edge`'s product is `p` with its columns.
+pub(super) unsafe fn run(p: Problem<f32>, team: &mut team::Guard, members: usize, edge: Option<&Edge>) -> bool {
     let Some(plan) = plan(&p, members) else {
         return false;
     };
     let ranges = Range::split(plan.units(p.n), members);
-    let job = Job { p, plan, ranges: &ranges };
+    let job = Job { p, plan, ranges: &ranges, edge };
     team.run(members, true, &|id| {
         // SAFETY: AVX-512F and the operands are this function's preconditions.
         unsafe { member(&job, id) }
@@ -167,8 +171,9 @@ pub(super) unsafe fn run(p: Problem<f32>, team: &mut team::Guard, members: usize
 /// # Safety
 /// As for `run`.
 unsafe fn member(job: &Job, id: usize) {
-    let Job { p, plan, ranges } = *job;
+    let Job { p, plan, ranges, edge: narrow } = *job;
     let group_cols = plan.group_panels * NR;
+    let last_group = p.n.div_ceil(group_cols) - 1;
     let kc_max = blk().kc.min(p.k);
     let direct_a = p.csa == 1;
     let in_place_b = in_place_b(&p);
@@ -213,6 +218,11 @@ unsafe fn member(job: &Job, id: usize) {
             }
             let r0 = row_unit * plan.unit_panels * MR;
             let r1 = p.m.min(r0 + plan.unit_panels * MR);
+            if let Some(narrow) = narrow.filter(|_| group == last_group) {
+                // SAFETY: the caller's contract; rows `r0..r1` are this unit's, which no other
+                // member computes.
+                unsafe { narrow.rows(r0, r1) };
+            }
             for pc in (0..p.k).step_by(blk().kc) {
                 let kc = blk().kc.min(p.k - pc);
                 let block = bc.as_ptr().wrapping_add(pc * group_cols);
