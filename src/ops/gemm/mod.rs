@@ -807,14 +807,27 @@ mod tests {
         Case { p, _a: a, _b: b, c }
     }
 
+    /// The bits of the case's `C` (all `m` rows at stride `n + 3`) after `run` multiplies into it.
+    fn case_bits(
+        m: usize,
+        k: usize,
+        n: usize,
+        ta: bool,
+        tb: bool,
+        seed: usize,
+        run: impl FnOnce(Problem<f32>),
+    ) -> Vec<u32> {
+        let mut t = case(m, k, n, ta, tb, seed);
+        t.p.c = t.c.as_mut_ptr();
+        run(t.p);
+        t.c.iter().map(|x| x.to_bits()).collect()
+    }
+
     /// The one-thread product's bits (the serial path and the narrow edge), for comparison with
     /// a threaded one of the same case.
     fn serial_bits(m: usize, k: usize, n: usize, ta: bool, tb: bool, seed: usize) -> Vec<u32> {
-        let mut s = case(m, k, n, ta, tb, seed);
-        s.p.c = s.c.as_mut_ptr();
         // SAFETY: AVX-512F was checked by the caller; the case's vectors fit its shapes and strides.
-        unsafe { sgemm_team(s.p, 1, usize::MAX, false) };
-        s.c.iter().map(|x| x.to_bits()).collect()
+        case_bits(m, k, n, ta, tb, seed, |p| unsafe { sgemm_team(p, 1, usize::MAX, false) })
     }
 
     /// The narrow edge (NOTE [Narrow edge]): the last `n % 16 <= 8` columns along `k` (row-major
@@ -840,13 +853,8 @@ mod tests {
             // SAFETY: AVX-512F was detected; the case's vectors fit its shapes and strides.
             assert!(unsafe { edge::Edge::of(&c.p) }.is_some(), "{m}x{k}x{n} takes the edge path");
             check(m, k, n, ta, tb);
-            let bits = |threads: usize| {
-                let mut t = case(m, k, n, ta, tb, 1);
-                t.p.c = t.c.as_mut_ptr();
-                // SAFETY: AVX-512F was detected; the case's vectors fit its shapes and strides.
-                unsafe { sgemm_threads(t.p, threads, 0) };
-                t.c.iter().map(|x| x.to_bits()).collect::<Vec<u32>>()
-            };
+            // SAFETY: AVX-512F was detected; the case's vectors fit its shapes and strides.
+            let bits = |threads: usize| case_bits(m, k, n, ta, tb, 1, |p| unsafe { sgemm_threads(p, threads, 0) });
             let want = bits(1);
             for threads in 2..=3 {
                 assert!(bits(threads) == want, "{m}x{k}x{n} ta={ta} tb={tb}: {threads} threads differ from one");
@@ -886,11 +894,8 @@ mod tests {
                 let want = serial_bits(m, k, n, ta, tb, 0);
                 for threads in 1..=3 {
                     for claimed in [false, true] {
-                        let mut t = case(m, k, n, ta, tb, 0);
-                        t.p.c = t.c.as_mut_ptr();
                         // SAFETY: AVX-512F was detected; the case's vectors fit its shapes and strides.
-                        unsafe { sgemm_team(t.p, threads, 0, claimed) };
-                        let got: Vec<u32> = t.c.iter().map(|x| x.to_bits()).collect();
+                        let got = case_bits(m, k, n, ta, tb, 0, |p| unsafe { sgemm_team(p, threads, 0, claimed) });
                         assert!(
                             got == want,
                             "{m}x{k}x{n} ta={ta} tb={tb} threads={threads} claimed={claimed}: bits differ from serial"
@@ -938,11 +943,8 @@ mod tests {
                 if round == 0 {
                     std::thread::sleep(std::time::Duration::from_millis(2));
                 }
-                let mut t = case(m, k, n, ta, tb, 2);
-                t.p.c = t.c.as_mut_ptr();
                 // SAFETY: AVX-512F was detected; the case's vectors fit its shapes and strides.
-                unsafe { sgemm_team(t.p, 2, 0, true) };
-                let got: Vec<u32> = t.c.iter().map(|x| x.to_bits()).collect();
+                let got = case_bits(m, k, n, ta, tb, 2, |p| unsafe { sgemm_team(p, 2, 0, true) });
                 assert!(got == wants[i % shapes.len()], "{m}x{k}x{n} round {round}: bits differ from serial");
             }
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -966,11 +968,8 @@ mod tests {
         for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
             let want = serial_bits(m, k, n, ta, tb, 2);
             for threads in 1..=3 {
-                let mut t = case(m, k, n, ta, tb, 2);
-                t.p.c = t.c.as_mut_ptr();
                 // SAFETY: AVX-512F was detected; the case's vectors fit its shapes and strides.
-                unsafe { sgemm_threads(t.p, threads, 0) };
-                let got: Vec<u32> = t.c.iter().map(|x| x.to_bits()).collect();
+                let got = case_bits(m, k, n, ta, tb, 2, |p| unsafe { sgemm_threads(p, threads, 0) });
                 assert!(got == want, "{m}x{k}x{n} ta={ta} tb={tb} threads={threads}: bits differ from serial");
             }
             check(m, k, n, ta, tb);
@@ -1019,11 +1018,8 @@ mod tests {
         let wants: Vec<Vec<u32>> = shapes.iter().map(|&(m, k, n, ta, tb)| serial_bits(m, k, n, ta, tb, 1)).collect();
         let run_one = move |i: usize, wants: &[Vec<u32>]| {
             let (m, k, n, ta, tb) = shapes[i % shapes.len()];
-            let mut t = case(m, k, n, ta, tb, 1);
-            t.p.c = t.c.as_mut_ptr();
             // SAFETY: AVX-512F was detected; the case's vectors fit its shapes and strides.
-            unsafe { sgemm_threads(t.p, 2 + i % 2, 0) };
-            t.c.iter().map(|x| x.to_bits()).collect::<Vec<u32>>() == wants[i % shapes.len()]
+            case_bits(m, k, n, ta, tb, 1, |p| unsafe { sgemm_threads(p, 2 + i % 2, 0) }) == wants[i % shapes.len()]
         };
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
