@@ -1,135 +1,37 @@
 """tapegrad: a Rust-core autograd engine with custom operations written in Python.
 
-The contract is ``docs/api.md`` in the repository; the native module is ``tapegrad._tapegrad``.
+The contract is ``docs/api.md`` in the repository; the native module is ``tapegrad._tapegrad``. This
+file only gathers the public names: each comes from the module named for what it is (``_creation``,
+``_random``, ``_pointwise``, ``_reduction``, ``_indexing``, ``_sorting``, ``_shape``, ``_products``, the
+autograd modules and the namespaces ``linalg``, ``nn``, ``optim``, ``func``, ``autograd``, ``utils``), and
+the ``Tensor`` methods written in Python are installed from one table (``_tensor_methods.py``).
 """
 
 import builtins
 
-from . import _anomaly, _function, autograd, cuda, linalg, nn, optim, utils
+from . import _anomaly, _function, _tensor_methods, _types, autograd, cuda, func, linalg, nn, optim, utils
 from . import _tapegrad as _C
 from ._anomaly import detect_anomaly
+from ._creation import (
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    logspace,
+    ones,
+    ones_like,
+    tensor,
+    zeros,
+    zeros_like,
+)
 from ._dtype_info import finfo, iinfo
 from ._errors import SavedTensorModifiedError
 from ._function import Function, FunctionCtx, autograd_function, custom_gradient, once_differentiable
-from ._functional import (
-    abs,
-    add,
-    argmax,
-    atleast_1d,
-    atleast_2d,
-    atleast_3d,
-    bmm,
-    broadcast_to,
-    chunk,
-    clamp,
-    clone,
-    cos,
-    detach,
-    diag,
-    diagonal,
-    div,
-    empty_like,
-    eq,
-    exp,
-    flatten,
-    full_like,
-    ge,
-    gt,
-    le,
-    log,
-    lt,
-    matmul,
-    max,
-    mean,
-    mm,
-    moveaxis,
-    movedim,
-    mul,
-    narrow,
-    ne,
-    neg,
-    ones_like,
-    permute,
-    pow,
-    rand_like,
-    randn_like,
-    relu,
-    repeat_interleave,
-    reshape,
-    select,
-    sigmoid,
-    sin,
-    split,
-    sqrt,
-    squeeze,
-    sub,
-    sum,
-    swapaxes,
-    swapdims,
-    t,
-    tanh,
-    tensor_split,
-    tile,
-    trace,
-    transpose,
-    tril,
-    triu,
-    unbind,
-    unflatten,
-    unsqueeze,
-    zeros_like,
-)
-from ._functional_nn import (
-    amax,
-    amin,
-    argmin,
-    gather,
-    index_add,
-    index_select,
-    log_softmax,
-    logsumexp,
-    min,
-    prod,
-    scatter_add,
-    softmax,
-    std,
-    var,
-    var_mean,
-)
-from ._functional_sort import (
-    all,
-    allclose,
-    aminmax,
-    any,
-    argsort,
-    bucketize,
-    count_nonzero,
-    cummax,
-    cummin,
-    cumprod,
-    cumsum,
-    equal,
-    flip,
-    index_fill,
-    index_put,
-    isclose,
-    kthvalue,
-    masked_scatter,
-    median,
-    mode,
-    nonzero,
-    norm,
-    roll,
-    scatter,
-    scatter_reduce,
-    searchsorted,
-    sort,
-    std_mean,
-    take,
-    take_along_dim,
-    topk,
-    unique,
-)
 from ._generator import Generator
 from ._grad_mode import (
     enable_grad,
@@ -139,59 +41,260 @@ from ._grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from ._indexing import (
+    gather,
+    index_add,
+    index_fill,
+    index_put,
+    index_put_,
+    index_select,
+    masked_fill,
+    masked_scatter,
+    masked_select,
+    nonzero,
+    scatter,
+    scatter_add,
+    scatter_reduce,
+    take,
+    take_along_dim,
+)
+from ._pointwise import (
+    abs,
+    acos,
+    acosh,
+    add,
+    addcdiv,
+    addcmul,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    bitwise_and,
+    bitwise_left_shift,
+    bitwise_not,
+    bitwise_or,
+    bitwise_right_shift,
+    bitwise_xor,
+    ceil,
+    clamp,
+    clip,
+    cos,
+    cosh,
+    div,
+    elu,
+    eq,
+    erf,
+    erfc,
+    erfinv,
+    exp,
+    exp2,
+    exp_,
+    expm1,
+    floor,
+    floor_divide,
+    fmax,
+    fmin,
+    fmod,
+    frac,
+    ge,
+    gelu,
+    gt,
+    hardtanh,
+    isclose,
+    isfinite,
+    isinf,
+    isnan,
+    le,
+    leaky_relu,
+    lerp,
+    log,
+    log1p,
+    log2,
+    log10,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    logsigmoid,
+    lt,
+    maximum,
+    minimum,
+    mul,
+    nan_to_num,
+    ne,
+    neg,
+    neg_,
+    pow,
+    reciprocal,
+    relu,
+    relu_,
+    remainder,
+    round,
+    rsqrt,
+    selu,
+    sigmoid,
+    sigmoid_,
+    sign,
+    silu,
+    sin,
+    sinh,
+    softplus,
+    sqrt,
+    sqrt_,
+    square,
+    sub,
+    tan,
+    tanh,
+    tanh_,
+    trunc,
+    where,
+)
+from ._precision import get_float32_matmul_precision, set_float32_matmul_precision
 from ._products import (
-    _install_tensor_methods,
     addmm,
     addmv,
     baddbmm,
+    bmm,
     cdist,
     cross,
     dot,
     einsum,
     inner,
     kron,
+    matmul,
+    mm,
     mv,
     outer,
     tensordot,
     vdot,
 )
+from ._random import (
+    bernoulli,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    multinomial,
+    normal,
+    poisson,
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    randperm,
+    seed,
+    set_rng_state,
+)
+from ._reduction import (
+    all,
+    allclose,
+    amax,
+    amin,
+    aminmax,
+    any,
+    argmax,
+    argmin,
+    count_nonzero,
+    equal,
+    log_softmax,
+    logsumexp,
+    max,
+    mean,
+    min,
+    norm,
+    prod,
+    softmax,
+    std,
+    std_mean,
+    sum,
+    trace,
+    var,
+    var_mean,
+)
 from ._serialization import load, save
+from ._shape import (
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    broadcast_tensors,
+    broadcast_to,
+    cat,
+    chunk,
+    clone,
+    column_stack,
+    detach,
+    detach_,
+    diag,
+    diag_embed,
+    diagonal,
+    dstack,
+    flatten,
+    flip,
+    hstack,
+    meshgrid,
+    moveaxis,
+    movedim,
+    narrow,
+    permute,
+    repeat_interleave,
+    reshape,
+    roll,
+    select,
+    split,
+    squeeze,
+    stack,
+    swapaxes,
+    swapdims,
+    t,
+    tensor_split,
+    tile,
+    transpose,
+    tril,
+    triu,
+    unbind,
+    unflatten,
+    unsqueeze,
+    vstack,
+)
+from ._sorting import (
+    argsort,
+    bucketize,
+    cummax,
+    cummin,
+    cumprod,
+    cumsum,
+    kthvalue,
+    median,
+    mode,
+    searchsorted,
+    sort,
+    topk,
+    unique,
+)
 from ._tapegrad import (
     Tensor,
-    arange,
     bfloat16,
     bool,
-    broadcast_tensors,
-    cat,
-    column_stack,
     device,
-    dstack,
     dtype,
-    empty,
-    eye,
     float16,
     float32,
     float64,
-    from_numpy,
-    full,
-    hstack,
+    from_dlpack,
+    get_default_dtype,
     int8,
     int16,
     int32,
     int64,
-    manual_seed,
-    meshgrid,
-    ones,
     promote_types,
     result_type,
+    set_default_dtype,
     set_printoptions,
-    stack,
-    tensor,
     uint8,
-    vstack,
-    zeros,
 )
-from ._types import max_result as _max_result
+from ._threads import get_num_threads, set_num_threads
 
 # The helpers the native code calls, handed over once (src/python/helpers.rs).
 _C._install_helpers(
@@ -200,71 +303,11 @@ _C._install_helpers(
     needs_input_grad=_function._NeedsInputGrad,
     user_location=_anomaly.user_location,
     saved_tensor_modified_error=SavedTensorModifiedError,
-    max_result=_max_result,
+    max_result=_types.max_result,
 )
-del _max_result
+_tensor_methods.install()
 
-where = _C.where
-# element-wise math (src/python/tensor_math.rs)
-log1p = _C.log1p
-expm1 = _C.expm1
-log2 = _C.log2
-log10 = _C.log10
-exp2 = _C.exp2
-rsqrt = _C.rsqrt
-square = _C.square
-reciprocal = _C.reciprocal
-sign = _C.sign
-floor = _C.floor
-ceil = _C.ceil
-trunc = _C.trunc
-frac = _C.frac
-tan = _C.tan
-asin = _C.asin
-acos = _C.acos
-atan = _C.atan
-sinh = _C.sinh
-cosh = _C.cosh
-asinh = _C.asinh
-acosh = _C.acosh
-atanh = _C.atanh
-erf = _C.erf
-erfc = _C.erfc
-erfinv = _C.erfinv
-round = _C.round
-silu = _C.silu
-gelu = _C.gelu
-elu = _C.elu
-selu = _C.selu
-leaky_relu = _C.leaky_relu
-hardtanh = _C.hardtanh
-softplus = _C.softplus
-logsigmoid = _C.logsigmoid
-maximum = _C.maximum
-minimum = _C.minimum
-fmax = _C.fmax
-fmin = _C.fmin
-fmod = _C.fmod
-remainder = _C.remainder
-floor_divide = _C.floor_divide
-atan2 = _C.atan2
-bitwise_and = _C.bitwise_and
-bitwise_or = _C.bitwise_or
-bitwise_xor = _C.bitwise_xor
-bitwise_left_shift = _C.bitwise_left_shift
-bitwise_right_shift = _C.bitwise_right_shift
-logical_and = _C.logical_and
-logical_or = _C.logical_or
-logical_xor = _C.logical_xor
-bitwise_not = _C.bitwise_not
-logical_not = _C.logical_not
-isnan = _C.isnan
-isinf = _C.isinf
-isfinite = _C.isfinite
-nan_to_num = _C.nan_to_num
-lerp = _C.lerp
-addcmul = _C.addcmul
-addcdiv = _C.addcdiv
+# PyTorch's dtype aliases
 float = float32
 double = float64
 long = int64
@@ -306,176 +349,50 @@ def numel(input: Tensor) -> builtins.int:
 
 
 __all__ = [
-    # tensors and dtypes
-    "Tensor", "dtype", "device", "float32", "float64", "int64", "bool", "float", "double", "long",
-    "uint8", "int8", "int16", "int32", "float16", "bfloat16", "half", "int", "short",
-    "result_type", "promote_types", "finfo", "iinfo",
-    "cuda_is_available", "cuda", "is_tensor", "numel", "set_printoptions",
-    # factories
-    "tensor", "from_numpy", "zeros", "ones", "empty", "randn", "rand", "full", "arange", "eye",
-    "zeros_like", "ones_like", "randn_like", "rand_like", "full_like", "empty_like", "manual_seed",
-    "cat", "stack", "where",
-    # the functional API: tg.f(t, ...) is t.f(...)
-    "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh",
-    "sigmoid", "relu", "clamp", "mm", "matmul", "bmm", "t", "transpose", "reshape", "flatten",
-    "unsqueeze", "squeeze", "sum", "mean", "max", "argmax", "clone", "detach", "permute", "narrow",
-    "eq", "ne", "lt", "le", "gt", "ge",
-    # shape operations
-    "split", "chunk", "tensor_split", "unbind", "select", "tile", "repeat_interleave", "movedim", "moveaxis",
-    "swapaxes", "swapdims", "unflatten", "broadcast_to", "tril", "triu", "diagonal", "trace", "diag",
-    "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_tensors", "meshgrid", "hstack", "vstack", "dstack",
-    "column_stack",
-    # autograd
-    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
-    "is_inference_mode_enabled", "Function", "FunctionCtx",
-    "autograd_function", "custom_gradient", "once_differentiable", "SavedTensorModifiedError",
-    "autograd", "detect_anomaly",
-    # element-wise math
-    "log1p",
-    "expm1",
-    "log2",
-    "log10",
-    "exp2",
-    "rsqrt",
-    "square",
-    "reciprocal",
-    "sign",
-    "floor",
-    "ceil",
-    "trunc",
-    "frac",
-    "tan",
-    "asin",
-    "acos",
-    "atan",
-    "sinh",
-    "cosh",
-    "asinh",
-    "acosh",
-    "atanh",
-    "erf",
-    "erfc",
-    "erfinv",
-    "round",
-    "silu",
-    "gelu",
-    "elu",
-    "selu",
-    "leaky_relu",
-    "hardtanh",
-    "softplus",
-    "logsigmoid",
-    "maximum",
-    "minimum",
-    "fmax",
-    "fmin",
-    "fmod",
-    "remainder",
-    "floor_divide",
-    "atan2",
-    "bitwise_and",
-    "bitwise_or",
-    "bitwise_xor",
-    "bitwise_left_shift",
-    "bitwise_right_shift",
-    "logical_and",
-    "logical_or",
-    "logical_xor",
-    "bitwise_not",
-    "logical_not",
-    "isnan",
-    "isinf",
-    "isfinite",
-    "nan_to_num",
-    "lerp",
-    "addcmul",
-    "addcdiv",
-    # the operations tg.nn needs, and tg.nn
-    "softmax", "log_softmax", "logsumexp", "amax", "amin", "min", "argmin", "var", "std", "var_mean",
-    "gather", "scatter_add", "index_select", "index_add", "prod", "nn",
-    # optimizers, data loading, saving (issue 16)
-    "optim", "utils", "save", "load", "Generator",
-    # sorting, selection and scans (issue 15)
-    "sort", "argsort", "topk", "kthvalue", "median", "mode", "cumsum", "cumprod", "cummax", "cummin",
-    "flip", "roll", "all", "any", "count_nonzero", "norm", "std_mean", "aminmax", "isclose", "allclose",
-    "equal", "scatter", "scatter_reduce", "index_fill", "index_put", "masked_scatter", "take", "take_along_dim",
-    "nonzero", "unique", "searchsorted", "bucketize",
-    # linear algebra (issue 15): tg.linalg and the products
-    "linalg", "dot", "vdot", "inner", "outer", "mv", "addmm", "addmv", "baddbmm", "tensordot", "kron",
+    # tensors, dtypes and the process
+    "Tensor", "dtype", "device", "float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",
+    "uint8", "bool", "float", "double", "half", "long", "int", "short", "result_type", "promote_types", "finfo",
+    "iinfo", "get_default_dtype", "set_default_dtype", "is_tensor", "numel", "set_printoptions", "cuda_is_available",
+    "set_num_threads", "get_num_threads", "set_float32_matmul_precision", "get_float32_matmul_precision",
+    "from_dlpack", "save", "load", "Generator",
+    # creating tensors (_creation.py)
+    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange", "eye", "linspace", "logspace",
+    "zeros_like", "ones_like", "empty_like", "full_like",
+    # random numbers (_random.py)
+    "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "rand", "randn", "rand_like",
+    "randn_like", "randint", "randint_like", "randperm", "normal", "bernoulli", "multinomial", "poisson",
+    # element-wise functions (_pointwise.py)
+    "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu",
+    "clamp", "clip", "eq", "ne", "lt", "le", "gt", "ge", "isclose", "log1p", "expm1", "log2", "log10", "exp2",
+    "rsqrt", "square", "reciprocal", "sign", "floor", "ceil", "trunc", "frac", "tan", "asin", "acos", "atan", "sinh",
+    "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erfinv", "round", "silu", "gelu", "elu", "selu", "leaky_relu",
+    "hardtanh", "softplus", "logsigmoid", "maximum", "minimum", "fmax", "fmin", "fmod", "remainder", "floor_divide",
+    "atan2", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift", "logical_and",
+    "logical_or", "logical_xor", "bitwise_not", "logical_not", "isnan", "isinf", "isfinite", "nan_to_num", "lerp",
+    "addcmul", "addcdiv", "where", "exp_", "sqrt_", "relu_", "sigmoid_", "tanh_", "neg_",
+    # reductions and normalisations along a dimension (_reduction.py)
+    "sum", "mean", "prod", "max", "min", "argmax", "argmin", "amax", "amin", "aminmax", "var", "std", "var_mean",
+    "std_mean", "all", "any", "count_nonzero", "norm", "allclose", "equal", "trace", "softmax", "log_softmax",
+    "logsumexp",
+    # indexing, gathering, scattering (_indexing.py)
+    "gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add", "index_fill", "index_put",
+    "index_put_", "masked_fill", "masked_select", "masked_scatter", "take", "take_along_dim", "nonzero",
+    # sorting, selection and scans (_sorting.py)
+    "sort", "argsort", "topk", "kthvalue", "median", "mode", "cumsum", "cumprod", "cummax", "cummin", "unique",
+    "searchsorted", "bucketize",
+    # shapes, views, joins and copies (_shape.py)
+    "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "t", "transpose", "permute", "movedim", "moveaxis",
+    "swapaxes", "swapdims", "narrow", "select", "split", "chunk", "tensor_split", "unbind", "tile",
+    "repeat_interleave", "broadcast_to", "tril", "triu", "diagonal", "diag", "diag_embed", "flip", "roll",
+    "atleast_1d", "atleast_2d", "atleast_3d", "clone", "detach", "detach_", "cat", "stack", "hstack", "vstack",
+    "dstack", "column_stack", "meshgrid", "broadcast_tensors",
+    # matrix and vector products (_products.py)
+    "mm", "matmul", "bmm", "dot", "vdot", "inner", "outer", "mv", "addmm", "addmv", "baddbmm", "tensordot", "kron",
     "cross", "cdist", "einsum",
-    # function transforms (issue 18): tg.func
-    "func",
-    # zero-copy exchange (issue 15): NumPy's from_numpy/numpy() and DLPack
-    "from_dlpack",
+    # autograd
+    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode", "is_inference_mode_enabled",
+    "Function", "FunctionCtx", "autograd_function", "custom_gradient", "once_differentiable",
+    "SavedTensorModifiedError", "detect_anomaly",
+    # namespaces
+    "autograd", "cuda", "func", "linalg", "nn", "optim", "utils",
 ]
-
-from ._tapegrad import from_dlpack  # noqa: E402  (zero-copy exchange, issue 15)
-
-_install_tensor_methods()  # t.dot, t.outer, t.norm, t.det, t.inverse ... (python/tapegrad/_products.py)
-
-# function transforms (issue 18): tg.func (python/tapegrad/func/); ext3 (issue 15): creation
-# functions, tensor conveniences, unique(dim=), repeat_interleave(tensor).
-from . import _creation, func  # noqa: E402
-from ._creation import (  # noqa: E402
-    as_tensor,
-    linspace,
-    logspace,
-    normal,
-    rand,  # the native factory, plus generator=
-    randint,
-    randint_like,
-    randn,
-    randperm,
-)
-
-# tg.unique(dim=) and tg.repeat_interleave(repeats_tensor) replace the simpler functions imported above
-repeat_interleave = _creation.repeat_interleave  # noqa: F811
-unique = _creation.unique  # noqa: F811
-_creation._install_tensor_methods()
-get_default_dtype = _C.get_default_dtype
-set_default_dtype = _C.set_default_dtype
-__all__ += [
-    "as_tensor", "linspace", "logspace", "randint", "randint_like", "randperm", "normal", "get_default_dtype",
-    "set_default_dtype",
-]
-
-
-# ops15b (issue 15): clip, masked_fill/masked_select, diag_embed, the in-place random fills
-# (t.uniform_, t.normal_, ...), bernoulli/multinomial/poisson and the generator's seed and state.
-from . import _random  # noqa: E402
-from ._random import (  # noqa: E402
-    bernoulli,
-    clip,
-    diag_embed,
-    get_rng_state,
-    initial_seed,
-    manual_seed,  # noqa: F811  (records the seed for initial_seed)
-    masked_fill,
-    masked_select,
-    multinomial,
-    poisson,
-    seed,
-    set_rng_state,
-)
-
-_random._install_tensor_methods()
-__all__ += [
-    "clip", "masked_fill", "masked_select", "diag_embed", "bernoulli", "multinomial", "poisson", "seed",
-    "initial_seed", "get_rng_state", "set_rng_state",
-]
-
-
-# bf16 (issue 19): the float32 matmul precision ("medium": bfloat16 products on AMX or AVX512_BF16).
-from ._precision import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
-
-__all__ += ["set_float32_matmul_precision", "get_float32_matmul_precision"]
-
-# The thread pool's size; parallel work survives fork() (src/parallel.rs, NOTE [A pool of our own]).
-from ._threads import get_num_threads, set_num_threads  # noqa: E402
-
-__all__ += ["set_num_threads", "get_num_threads"]
-
-# ops15c (issue 15): function forms of in-place methods that PyTorch also has as functions.
-from ._random import detach_, exp_, index_put_, neg_, relu_, sigmoid_, sqrt_, tanh_  # noqa: E402
-
-__all__ += ["exp_", "sqrt_", "relu_", "sigmoid_", "tanh_", "neg_", "detach_", "index_put_"]

@@ -1,7 +1,6 @@
-"""The matrix and vector products of issue 15 (``tg.dot``, ``tg.outer``, ``tg.einsum``, ...).
-
-Each is composed of ``matmul``/``mm``/``bmm``, broadcasting and reshapes, so its gradient (and
-second derivative) comes from those operations.
+"""Matrix and vector products: ``mm``, ``matmul`` and ``bmm`` (native), and the products composed of
+them (``dot``, ``outer``, ``tensordot``, ``einsum``, ...). A composed product gets its gradient (and
+second derivative) from the ``matmul``/``mm``/``bmm``, broadcasting and reshapes it is made of.
 """
 
 from __future__ import annotations
@@ -11,8 +10,57 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _tapegrad as _C
+from ._tapegrad import Tensor
+from .linalg import vector_norm
 
-Tensor = _C.Tensor
+__all__ = [
+    "mm",
+    "matmul",
+    "bmm",
+    "dot",
+    "vdot",
+    "inner",
+    "outer",
+    "mv",
+    "addmm",
+    "addmv",
+    "baddbmm",
+    "tensordot",
+    "kron",
+    "cross",
+    "cdist",
+    "einsum",
+]
+
+
+def mm(input: Tensor, other: Tensor) -> Tensor:
+    """The matrix product of two 2-d tensors.
+
+    >>> import tapegrad as tg
+    >>> tg.mm(tg.tensor([[1., 2.]]), tg.tensor([[3.], [4.]]))
+    tensor([[11.]])
+    """
+    return input.mm(other)
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """The matrix product with NumPy's rules (vectors, batches with broadcasting); ``input @ other``.
+
+    >>> import tapegrad as tg
+    >>> tg.matmul(tg.tensor([1., 2.]), tg.tensor([3., 4.]))
+    tensor(11.)
+    """
+    return input.matmul(other)
+
+
+def bmm(input: Tensor, other: Tensor) -> Tensor:
+    """Batched matrix product of two 3-d tensors.
+
+    >>> import tapegrad as tg
+    >>> tg.bmm(tg.ones(5, 2, 3), tg.ones(5, 3, 4)).shape
+    (5, 2, 4)
+    """
+    return input.bmm(other)
 
 
 def _need(x: Any, what: str, op: str) -> Tensor:
@@ -275,8 +323,6 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_fo
     >>> tg.cdist(tg.tensor([[0., 0.]]), tg.tensor([[3., 4.], [0., 1.]]))
     tensor([[5., 1.]])
     """
-    from .linalg import vector_norm
-
     _need(x1, "x1", "cdist")
     _need(x2, "x2", "cdist")
     if x1.ndim < 2 or x2.ndim < 2:
@@ -427,37 +473,3 @@ def _contract(s0: str, a: Tensor, s1: str, b: Tensor, later: set[str], size: dic
         raise RuntimeError(f"einsum(): expected all operands to have the same dtype, got {A.dtype} and {B.dtype}")
     C = A.bmm(B).reshape(*[size[c] for c in batch + m_idx + n_idx])
     return "".join(batch + m_idx + n_idx), C
-
-
-def _tensor_norm(self: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
-    """``Tensor.norm``, PyTorch's older spelling: ``"fro"`` (and a number ``p``) is the vector
-    ``p``-norm over ``dim`` (every element when ``None``), ``"nuc"`` the nuclear norm of a matrix.
-
-    >>> import tapegrad as tg
-    >>> tg.tensor([[3., 0.], [0., 4.]]).norm()
-    tensor(5.)
-    """
-    from . import linalg
-
-    if p == "nuc":
-        return linalg.matrix_norm(self, "nuc", tuple(dim) if dim is not None else (-2, -1), keepdim, dtype=dtype)
-    if p == "fro" or p is None:
-        p = 2
-    if isinstance(p, str):
-        raise RuntimeError(f"norm: unsupported p {p!r}; use a number, 'fro' or 'nuc'")
-    return linalg.vector_norm(self, p, dim, keepdim, dtype=dtype)
-
-
-def _install_tensor_methods() -> None:
-    """The products and a few tg.linalg functions as ``Tensor`` methods, as PyTorch has them."""
-    from . import linalg
-
-    methods: dict[str, Any] = {
-        "dot": dot, "vdot": vdot, "inner": inner, "outer": outer, "ger": outer, "mv": mv, "addmm": addmm,
-        "addmv": addmv, "baddbmm": baddbmm, "kron": kron, "cross": cross, "norm": _tensor_norm,
-        "det": linalg.det, "inverse": linalg.inv, "matrix_power": linalg.matrix_power,
-        "pinverse": lambda self, rcond=1e-15: linalg.pinv(self, rtol=rcond),
-    }
-    for name, fn in methods.items():
-        if not hasattr(Tensor, name):
-            setattr(Tensor, name, fn)

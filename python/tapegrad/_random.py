@@ -1,30 +1,58 @@
-"""Issue 15, ops15b: ``clip``, ``masked_fill``, ``masked_select``, ``diag_embed``, the in-place random
-fills (``uniform_``, ``normal_``, ``bernoulli_``, ...), ``bernoulli``/``multinomial``/``poisson`` and the
-generator functions ``seed``/``initial_seed``/``get_rng_state``/``set_rng_state``.
+"""Random numbers: the process-wide generator's seed and state, the random factories (``rand``,
+``randn``, ``randint``, ``randperm``, ``normal``, the ``*_like`` forms), sampling from a tensor's
+parameters (``bernoulli``, ``multinomial``, ``poisson``) and the in-place fills (``uniform_``,
+``normal_``, ...).
 
 Random draws come from tapegrad's process-wide generator (``tg.manual_seed``: uniform and normal draws
-through ``tg.rand``/``tg.randn``, transformed here), or from a ``tg.Generator`` passed as ``generator=``.
-A fill writes its values with ``copy_``, so it is an ordinary in-place write: the version counter moves,
-a leaf that requires grad is refused outside ``no_grad``, and a view writes through to its base.
+through the native ``rand``/``randn``, transformed here), or from a ``tg.Generator`` passed as
+``generator=`` (its own NumPy stream). A fill writes its values with ``copy_``, so it is an ordinary
+in-place write: the version counter moves, a leaf that requires grad is refused outside ``no_grad``,
+and a view writes through to its base.
 """
 
 from __future__ import annotations
 
-import math
-from typing import Any
+import builtins
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import _tapegrad as _C
-from ._creation import _drawn_with_zero_gradients, rand, randn
+from ._creation import _float_dtype, _number, _refuse_bool, _size
+from ._dtype_info import iinfo
+from ._function import Function
 from ._generator import Generator
+from ._grad_mode import no_grad
 from ._tapegrad import Tensor
 
+if TYPE_CHECKING:
+    from ._tapegrad import _DeviceLike, _DTypeLike
+
+__all__ = [
+    "manual_seed",
+    "seed",
+    "initial_seed",
+    "get_rng_state",
+    "set_rng_state",
+    "rand",
+    "randn",
+    "rand_like",
+    "randn_like",
+    "randint",
+    "randint_like",
+    "randperm",
+    "normal",
+    "bernoulli",
+    "multinomial",
+    "poisson",
+]
+
+
 _DEFAULT_INITIAL_SEED = 0x7A9E_5EED  # the seed src/tensor/random.rs starts its generator with
+
+
 _initial_seed = _DEFAULT_INITIAL_SEED
-
-
-# --- the process-wide generator's seed and state -------------------------------------------------
 
 
 def manual_seed(seed: int) -> None:
@@ -101,7 +129,229 @@ def set_rng_state(new_state: Any) -> None:
     _C._set_rng_state(new_state)
 
 
-# --- draws ---------------------------------------------------------------------------------------
+def _drawn(size: tuple[Any, ...], generator: Any, dtype: Any, requires_grad: bool, normal: bool, what: str) -> Tensor:
+    """float64 draws of ``generator`` (a ``tg.Generator``: its own NumPy stream) in the shape ``size``
+    (ints, or one sequence of ints), as a tensor of ``dtype`` (the default float dtype)."""
+    if not isinstance(generator, Generator):
+        raise TypeError(f"{what}(): generator must be a tg.Generator, not {type(generator).__name__}")
+    shape = _size(size[0] if len(size) == 1 and not isinstance(size[0], int) else size, what)
+    draws = generator._rng.standard_normal(shape) if normal else generator._rng.random(shape)
+    out = _C.tensor(np.asarray(draws, dtype=np.float64)).to(_float_dtype(dtype))
+    if not out.is_floating_point():
+        raise RuntimeError(f"{what}(): a floating-point dtype is required, got {out.dtype}")
+    return out.requires_grad_() if requires_grad else out
+
+
+def rand(*size: Any, generator: Any = None, dtype: Any = None, requires_grad: bool = False,
+         device: Any = None) -> Tensor:
+    """Uniform draws in ``[0, 1)`` of the given shape, from the process-wide generator
+    (``tg.manual_seed``) or from ``generator``, a ``tg.Generator`` with its own stream.
+
+    >>> import tapegrad as tg
+    >>> g = tg.Generator().manual_seed(1)
+    >>> bool((tg.rand(3, generator=g) == tg.rand(3, generator=tg.Generator().manual_seed(1))).all())
+    True
+    """
+    if generator is None:
+        return _C.rand(*size, dtype=dtype, requires_grad=requires_grad, device=device)
+    return _drawn(size, generator, dtype, requires_grad, False, "rand")
+
+
+def randn(*size: Any, generator: Any = None, dtype: Any = None, requires_grad: bool = False,
+          device: Any = None) -> Tensor:
+    """Standard normal draws of the given shape, from the process-wide generator (``tg.manual_seed``)
+    or from ``generator``, a ``tg.Generator`` with its own stream.
+
+    >>> import tapegrad as tg
+    >>> tg.randn(2, 3, generator=tg.Generator().manual_seed(0)).shape
+    (2, 3)
+    """
+    if generator is None:
+        return _C.randn(*size, dtype=dtype, requires_grad=requires_grad, device=device)
+    return _drawn(size, generator, dtype, requires_grad, True, "randn")
+
+
+def randn_like(
+    t: Tensor, dtype: _DTypeLike | None = None, requires_grad: bool = False, device: _DeviceLike | None = None
+) -> Tensor:
+    """``randn`` (standard normal values) with the shape and dtype of ``t``.
+
+    >>> import tapegrad as tg
+    >>> tg.randn_like(tg.zeros(4, dtype=tg.float64)).dtype
+    tapegrad.float64
+    """
+    return _C.randn(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, device=device)
+
+
+def rand_like(
+    t: Tensor, dtype: _DTypeLike | None = None, requires_grad: bool = False, device: _DeviceLike | None = None
+) -> Tensor:
+    """``rand`` (uniform values in [0, 1)) with the shape and dtype of ``t``.
+
+    >>> import tapegrad as tg
+    >>> r = tg.rand_like(tg.zeros(2, 3, dtype=tg.float64))
+    >>> r.shape, r.dtype
+    ((2, 3), tapegrad.float64)
+    """
+    return _C.rand(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, device=device)
+
+
+def _uniform_integers(low: int, high: int, shape: tuple[int, ...], generator: Any = None) -> Tensor:
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    u = rand(shape, dtype=_C.float64, generator=generator)
+    # floor(u * n) is in [0, n) for u in [0, 1); the min guards the rounding of u * n up to n
+    span = high - low
+    return (u * span).floor().clamp(max=span - 1).to(_C.int64) + low
+
+
+def _integer_bound(x: Any, what: str) -> int:
+    if isinstance(x, Tensor):
+        x = x.item()
+    if isinstance(x, (int, np.integer)) and not isinstance(x, builtins.bool):
+        return int(x)
+    if isinstance(x, float) and x.is_integer():
+        return int(x)
+    raise TypeError(f"randint(): {what} must be an int, got {x!r}")
+
+
+def randint(*args: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+            generator: Any = None) -> Tensor:
+    """Integers drawn uniformly from ``[low, high)``: ``randint(high, size)`` or
+    ``randint(low, high, size)``; int64 unless ``dtype`` says otherwise.
+
+    >>> import tapegrad as tg
+    >>> _ = tg.manual_seed(0)
+    >>> t = tg.randint(3, 7, (2, 3))
+    >>> t.shape, t.dtype, bool(((t >= 3) & (t < 7)).all())
+    ((2, 3), tapegrad.int64, True)
+    """
+    if size is not None:
+        args = (*args, size)
+    if len(args) == 2:
+        low, high, shape = 0, args[0], args[1]
+    elif len(args) == 3:
+        low, high, shape = args
+    else:
+        raise TypeError("randint() takes (high, size) or (low, high, size)")
+    out = _uniform_integers(_integer_bound(low, "low"), _integer_bound(high, "high"), _size(shape, "randint"),
+                             generator)
+    if dtype is not None:
+        out = out.to(dtype)
+    if device is not None:
+        out = out.to(device)
+    return out.requires_grad_() if requires_grad else out
+
+
+def randint_like(input: Tensor, *args: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """``randint`` with ``input``'s shape and (unless given) dtype: ``randint_like(input, high)`` or
+    ``randint_like(input, low, high)``.
+
+    >>> import tapegrad as tg
+    >>> t = tg.randint_like(tg.zeros(4), 10)
+    >>> t.dtype, bool(((t >= 0) & (t < 10)).all())
+    (tapegrad.float32, True)
+    """
+    if len(args) == 1:
+        low, high = 0, args[0]
+    elif len(args) == 2:
+        low, high = args
+    else:
+        raise TypeError("randint_like() takes (input, high) or (input, low, high)")
+    out = _uniform_integers(_integer_bound(low, "low"), _integer_bound(high, "high"), tuple(input.shape))
+    out = out.to(input.dtype if dtype is None else dtype)
+    return out.requires_grad_() if requires_grad else out
+
+
+def randperm(n: int, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+             generator: Any = None) -> Tensor:
+    """A random permutation of ``0 .. n-1`` (int64 unless ``dtype`` says otherwise).
+
+    >>> import tapegrad as tg
+    >>> sorted(tg.randperm(5).tolist())
+    [0, 1, 2, 3, 4]
+    """
+    if not isinstance(n, int) or isinstance(n, builtins.bool):
+        raise TypeError(f"randperm(): argument 'n' must be int, not {type(n).__name__}")
+    if n < 0:
+        raise RuntimeError(f"randperm(): n must be non-negative, got {n}")
+    _refuse_bool(dtype, "randperm")
+    out = rand(n, dtype=_C.float64, generator=generator).argsort() if n > 0 else _C.zeros(0, dtype=_C.int64)
+    if dtype is not None:
+        out = out.to(dtype)
+    if device is not None:
+        out = out.to(device)
+    return out.requires_grad_() if requires_grad else out
+
+
+_DRAW_NODES: dict[str, Any] = {}
+
+
+def _drawn_with_zero_gradients(name: str, draw: Any, inputs: Sequence[Any]) -> Tensor:
+    """``draw()``; when grad mode is on and a tensor of ``inputs`` requires grad, the sample gets the
+    node ``{name}Backward`` whose gradients are zeros, as PyTorch's ``normal``, ``bernoulli`` and
+    ``poisson`` record (``NormalBackward``, ``BernoulliBackward``, ``PoissonBackward``)."""
+    tensors = [t for t in inputs if isinstance(t, Tensor)]
+    if not (_C.is_grad_enabled() and any(t.requires_grad for t in tensors)):
+        return draw()
+    cls: Any = _DRAW_NODES.get(name)
+    if cls is None:
+        def forward(ctx: Any, draw: Any, *xs: Tensor) -> Tensor:
+            ctx.likes = [(tuple(x.shape), x.dtype) for x in xs]
+            return draw()
+
+        def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+            return (None, *(_C.zeros(shape, dtype=dt) for shape, dt in ctx.likes))
+
+        cls = type(name, (Function,), {"forward": staticmethod(forward), "backward": staticmethod(backward)})
+        _DRAW_NODES[name] = cls
+    return cls.apply(draw, *tensors)
+
+
+def normal(mean: Any, std: Any = 1.0, size: Any = None, *, dtype: Any = None, requires_grad: bool = False,
+           generator: Any = None) -> Tensor:
+    """Samples of normal distributions: ``normal(mean, std)`` with a tensor for either (one sample
+    per element, broadcast), or ``normal(mean, std, size)`` with two numbers. When ``mean`` or
+    ``std`` requires grad the sample has the node ``NormalBackward``, whose gradients are zero (as
+    in PyTorch: the sample is not reparametrized).
+
+    >>> import tapegrad as tg
+    >>> tg.normal(tg.zeros(3), 0.0)
+    tensor([0., 0., 0.])
+    >>> tg.normal(2.0, 0.0, (2,))
+    tensor([2., 2.])
+    """
+    m_t, s_t = isinstance(mean, Tensor), isinstance(std, Tensor)
+    if not m_t and not s_t:
+        if size is None:
+            raise TypeError("normal(): with a number for both mean and std, size is required")
+        m, s = _number(mean, "normal's mean"), _number(std, "normal's std")
+        if s < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {s}")
+        out = randn(_size(size, "normal"), dtype=_float_dtype(dtype), generator=generator) * s + m
+    else:
+        if size is not None:
+            raise TypeError("normal(): size is only taken when mean and std are both numbers")
+        if s_t and bool((std.detach() < 0).any()):
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+        if not s_t and _number(std, "normal's std") < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        for t in (mean, std):
+            if isinstance(t, Tensor) and not t.is_floating_point():
+                raise RuntimeError(f"normal expects floating point mean and std, got {t.dtype}")
+        m_v = mean.detach() if m_t else mean
+        s_v = std.detach() if s_t else std
+
+        def draw() -> Tensor:
+            with no_grad():
+                shape = _C.broadcast_tensors(*(t for t in (m_v, s_v) if isinstance(t, Tensor)))[0].shape
+                ref = m_v if m_t else s_v
+                return randn(shape, dtype=ref.dtype, generator=generator) * s_v + m_v
+
+        out = _drawn_with_zero_gradients("Normal", draw, (mean, std))
+    if dtype is not None:
+        out = out.to(dtype)
+    return out.requires_grad_() if requires_grad else out
 
 
 def _check_generator(generator: Any) -> None:
@@ -140,7 +390,7 @@ def _float_only(t: Tensor, what: str) -> None:
         raise NotImplementedError(f"{what} is only implemented for floating-point tensors, got {_dtype_name(t.dtype)}")
 
 
-def _number(x: Any, what: str) -> float:
+def _real_number(x: Any, what: str) -> float:
     if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
         raise TypeError(f"{what} must be a real number, not {type(x).__name__}")
     return float(x)
@@ -157,9 +407,6 @@ def _write(t: Tensor, values: np.ndarray, what: str) -> Tensor:
     return t.copy_(_C.tensor(np.array(values, order="C"), dtype=t.dtype))
 
 
-# --- in-place random fills (Tensor methods) -----------------------------------------------------
-
-
 def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Tensor:
     """Fills ``self`` in place with uniform samples from ``[a, b)``; returns ``self``.
 
@@ -169,7 +416,7 @@ def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = N
     True
     """
     _float_only(self, "uniform_")
-    lo, hi = _number(a, "uniform_'s from"), _number(b, "uniform_'s to")
+    lo, hi = _real_number(a, "uniform_'s from"), _real_number(b, "uniform_'s to")
     top = float(np.finfo(np.float16 if self.dtype == _C.float16 else np.float32 if self.dtype == _C.float32
                          else np.float64).max) if self.dtype != _C.bfloat16 else 3.3895313892515355e38
     for name, v in (("from", lo), ("to", hi)):
@@ -195,7 +442,7 @@ def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any
     True
     """
     _float_only(self, "normal_")
-    m, s = _number(mean, "normal_'s mean"), _number(std, "normal_'s std")
+    m, s = _real_number(mean, "normal_'s mean"), _real_number(std, "normal_'s std")
     if not s >= 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {s}")
     return _write(self, m + s * _standard_normal(tuple(self.shape), generator), "normal_")
@@ -209,7 +456,7 @@ def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *, generator:
     True
     """
     _float_only(self, "log_normal_")
-    m, s = _number(mean, "log_normal_'s mean"), _number(std, "log_normal_'s std")
+    m, s = _real_number(mean, "log_normal_'s mean"), _real_number(std, "log_normal_'s std")
     if not s > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={s}")
     return _write(self, np.exp(m + s * _standard_normal(tuple(self.shape), generator)), "log_normal_")
@@ -223,7 +470,7 @@ def exponential_(self: Tensor, lambd: float = 1.0, *, generator: Any = None) -> 
     True
     """
     _float_only(self, "exponential_")
-    lam = _number(lambd, "exponential_'s lambd")
+    lam = _real_number(lambd, "exponential_'s lambd")
     if not lam > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lam}")
     u = _uniform(tuple(self.shape), generator)
@@ -238,7 +485,7 @@ def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator:
     (3,)
     """
     _float_only(self, "cauchy_")
-    med, sig = _number(median, "cauchy_'s median"), _number(sigma, "cauchy_'s sigma")
+    med, sig = _real_number(median, "cauchy_'s median"), _real_number(sigma, "cauchy_'s sigma")
     if not sig > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sig}")
     u = _uniform(tuple(self.shape), generator)
@@ -253,7 +500,7 @@ def geometric_(self: Tensor, p: float, *, generator: Any = None) -> Tensor:
     >>> bool((tg.zeros(100).geometric_(0.5) >= 1).all())
     True
     """
-    q = _number(p, "geometric_'s p")
+    q = _real_number(p, "geometric_'s p")
     if not 0 < q < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={q}")
     if self.dtype == _C.bool:
@@ -285,7 +532,7 @@ def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
                 f"{list(shape)}"
             ) from None
     else:
-        probs = _number(p, "bernoulli_'s p")
+        probs = _real_number(p, "bernoulli_'s p")
         if not 0 <= probs <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={probs}")
     return _write(self, (_uniform(shape, generator) < probs).astype(np.float64), "bernoulli_")
@@ -316,8 +563,6 @@ def random_(self: Tensor, *args: Any, generator: Any = None, **kwargs: Any) -> T
         digits = {_C.float64: 53, _C.float32: 24, _C.float16: 11}.get(dt, 8)
         default_hi = 2**digits + 1
     else:
-        from ._dtype_info import iinfo
-
         default_hi = int(iinfo(dt).max) + 1
     for k, v in bound.items():
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
@@ -333,8 +578,6 @@ def random_(self: Tensor, *args: Any, generator: Any = None, **kwargs: Any) -> T
     elif dt.is_floating_point:
         low_ok, high_ok = -(default_hi - 1), default_hi - 1
     else:
-        from ._dtype_info import iinfo
-
         low_ok, high_ok = int(iinfo(dt).min), int(iinfo(dt).max)
     if not low_ok <= lo <= high_ok:
         raise RuntimeError(f"random_: from={lo} is out of bounds for {_dtype_name(dt)}")
@@ -348,9 +591,6 @@ def random_(self: Tensor, *args: Any, generator: Any = None, **kwargs: Any) -> T
     else:  # ranges past float64's integers: NumPy's exact integer draws, seeded from the generator
         vals = _numpy_rng(generator).integers(lo, hi, size=shape, dtype=np.int64)
     return _write(self, vals, "random_")
-
-
-# --- out-of-place random functions ---------------------------------------------------------------
 
 
 def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
@@ -446,199 +686,3 @@ def poisson(input: Tensor, generator: Any = None) -> Tensor:
 
     # An input that requires grad: the node PoissonBackward, with zero gradients (as PyTorch).
     return _drawn_with_zero_gradients("Poisson", draw, (input,))
-
-
-# --- masked_fill, masked_select, diag_embed, clip -------------------------------------------------
-
-
-def _bool_mask(mask: Any, what: str) -> Tensor:
-    if not isinstance(mask, Tensor):
-        raise TypeError(f"{what}(): argument 'mask' must be a Tensor, not {type(mask).__name__}")
-    if mask.dtype != _C.bool:
-        raise RuntimeError(f"{what} only supports boolean masks, but got mask with dtype {_dtype_name(mask.dtype)}")
-    return mask
-
-
-def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
-    """``input`` with ``value`` where the boolean ``mask`` is True (``input`` and ``mask`` broadcast);
-    ``value`` is a number or a 0-dim tensor (which gets a gradient).
-
-    >>> import tapegrad as tg
-    >>> tg.masked_fill(tg.tensor([1.0, 2.0, 3.0]), tg.tensor([True, False, True]), 0.0).tolist()
-    [0.0, 2.0, 0.0]
-    """
-    import tapegrad as tg
-
-    if not isinstance(input, Tensor):
-        raise TypeError(f"masked_fill(): argument 'input' must be a Tensor, not {type(input).__name__}")
-    _bool_mask(mask, "masked_fill")
-    if isinstance(value, Tensor):
-        if value.dim() != 0:
-            raise RuntimeError(
-                "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
-                f"{value.dim()} dimension(s)."
-            )
-        v = value.to(input.dtype)
-    else:
-        if not isinstance(value, bool):
-            fv = _number(value, "masked_fill's value")
-            if not input.dtype.is_floating_point and input.dtype != _C.bool:
-                from ._dtype_info import iinfo
-
-                info = iinfo(input.dtype)
-                if not (math.isfinite(fv) and info.min <= fv < info.max + 1):
-                    raise RuntimeError(
-                        f"value cannot be converted to type {_dtype_name(input.dtype)} without overflow: {value}"
-                    )
-        v = _C.tensor(value, dtype=input.dtype)
-    return tg.where(mask, v, input)
-
-
-def masked_select(input: Tensor, mask: Tensor) -> Tensor:
-    """The elements of ``input`` where the boolean ``mask`` is True (both broadcast), as a 1-D tensor.
-
-    >>> import tapegrad as tg
-    >>> tg.masked_select(tg.tensor([[1.0, 2.0], [3.0, 4.0]]), tg.tensor([True, False])).tolist()
-    [1.0, 3.0]
-    """
-    import tapegrad as tg
-
-    if not isinstance(input, Tensor):
-        raise TypeError(f"masked_select(): argument 'input' must be a Tensor, not {type(input).__name__}")
-    if not isinstance(mask, Tensor) or mask.dtype != _C.bool:
-        raise RuntimeError("masked_select: expected BoolTensor for mask")
-    x, m = tg.broadcast_tensors(input, mask)
-    return x.reshape(-1)[m.reshape(-1)]
-
-
-def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
-    """A tensor whose diagonals (``offset`` from the main one, in the plane of dims ``dim1``/``dim2`` of
-    the result) are filled by ``input``'s last dimension; zeros elsewhere.
-
-    >>> import tapegrad as tg
-    >>> tg.diag_embed(tg.tensor([1.0, 2.0])).tolist()
-    [[1.0, 0.0], [0.0, 2.0]]
-    """
-    import tapegrad as tg
-
-    if not isinstance(input, Tensor):
-        raise TypeError(f"diag_embed(): argument 'input' must be a Tensor, not {type(input).__name__}")
-    for name, v in (("offset", offset), ("dim1", dim1), ("dim2", dim2)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"diag_embed(): argument '{name}' must be an int, not {type(v).__name__}")
-    offset, dim1, dim2 = int(offset), int(dim1), int(dim2)
-    nd = input.dim() + 1  # a 0-dim input leaves only one result dim: the default dims are out of range
-    d1, d2 = dim1 + nd if dim1 < 0 else dim1, dim2 + nd if dim2 < 0 else dim2
-    if not (0 <= d1 < nd and 0 <= d2 < nd):
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got "
-                         f"{dim1 if not 0 <= d1 < nd else dim2})")
-    if d1 == d2:
-        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    n = input.shape[-1]
-    k = abs(offset)
-    m = n + k
-    # x[..., i] placed at row i, column i + offset (offset >= 0) or row i + |offset|, column i
-    x = input
-    if k:
-        x = tg.cat([x, _C.zeros(*input.shape[:-1], k, dtype=input.dtype)], dim=-1)
-    idx = np.arange(m)
-    cond = idx[None, :] == idx[:, None] + offset  # cond[r, c]: c == r + offset
-    xs = x.unsqueeze(-1) if offset >= 0 else x.unsqueeze(-2)
-    out = tg.where(_C.tensor(cond), xs, _C.zeros((), dtype=input.dtype))
-    # the two new dims are the last two (rows, columns); move them to dim1 and dim2
-    return out.movedim((nd - 2, nd - 1), (d1, d2))
-
-
-def clip(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
-    """An alias of ``clamp``.
-
-    >>> import tapegrad as tg
-    >>> tg.clip(tg.tensor([-2.0, 0.5, 2.0]), -1.0, 1.0).tolist()
-    [-1.0, 0.5, 1.0]
-    """
-    import tapegrad as tg
-
-    return tg.clamp(input, min, max)
-
-
-def _clip_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
-    """In-place ``clip`` (an alias of ``clamp_``).
-
-    >>> import tapegrad as tg
-    >>> tg.tensor([-2.0, 2.0]).clip_(-1.0, 1.0).tolist()
-    [-1.0, 1.0]
-    """
-    return self.clamp_(min, max)
-
-
-# --- function forms of in-place methods, Tensor.where (ops15c) ------------------------------------
-
-_INPLACE_EXAMPLES = {
-    "exp_": ("tg.tensor([0.0])", "tensor([1.])"),
-    "sqrt_": ("tg.tensor([4.0])", "tensor([2.])"),
-    "relu_": ("tg.tensor([-1.0, 2.0])", "tensor([0., 2.])"),
-    "sigmoid_": ("tg.tensor([0.0])", "tensor([0.5000])"),
-    "tanh_": ("tg.tensor([0.0])", "tensor([0.])"),
-    "neg_": ("tg.tensor([1.0])", "tensor([-1.])"),
-    "detach_": ("tg.tensor([1.0])", "tensor([1.])"),
-}
-
-
-def _function_form(name: str) -> Any:
-    def fn(input: Tensor) -> Tensor:
-        if not isinstance(input, Tensor):
-            raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
-        return getattr(input, name)()
-
-    arg, shown = _INPLACE_EXAMPLES[name]
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (
-        f"``input.{name}()`` as a function: changes ``input`` in place and returns it.\n\n"
-        f"    >>> import tapegrad as tg\n    >>> tg.{name}({arg})\n    {shown}\n"
-    )
-    return fn
-
-
-exp_ = _function_form("exp_")
-sqrt_ = _function_form("sqrt_")
-relu_ = _function_form("relu_")
-sigmoid_ = _function_form("sigmoid_")
-tanh_ = _function_form("tanh_")
-neg_ = _function_form("neg_")
-detach_ = _function_form("detach_")
-
-
-def index_put_(input: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
-    """``input.index_put_(indices, values, accumulate)`` as a function; returns ``input``.
-
-    >>> import tapegrad as tg
-    >>> tg.index_put_(tg.zeros(3), (tg.tensor([0, 0]),), tg.tensor(1.0), accumulate=True)
-    tensor([2., 0., 0.])
-    """
-    if not isinstance(input, Tensor):
-        raise TypeError(f"index_put_(): argument 'input' must be Tensor, not {type(input).__name__}")
-    return input.index_put_(indices, values, accumulate)
-
-
-def _where_method(self: Tensor, condition: Tensor, other: Any) -> Tensor:
-    """``tg.where(condition, self, other)``: ``self`` where ``condition`` holds, else ``other``.
-
-    >>> import tapegrad as tg
-    >>> tg.tensor([1.0, 2.0]).where(tg.tensor([True, False]), 0.0)
-    tensor([1., 0.])
-    """
-    return _C.where(condition, self, other)
-
-
-def _install_tensor_methods() -> None:
-    """The random fills and the masking/diagonal conveniences as ``Tensor`` methods, where missing."""
-    methods: dict[str, Any] = {
-        "uniform_": uniform_, "normal_": normal_, "log_normal_": log_normal_, "exponential_": exponential_,
-        "cauchy_": cauchy_, "geometric_": geometric_, "bernoulli_": bernoulli_, "random_": random_,
-        "bernoulli": bernoulli, "multinomial": multinomial, "masked_fill": masked_fill,
-        "masked_select": masked_select, "diag_embed": diag_embed, "clip": clip, "clip_": _clip_,
-        "where": _where_method,
-    }
-    for name, fn in methods.items():
-        if not hasattr(Tensor, name):
-            setattr(Tensor, name, fn)

@@ -16,9 +16,9 @@ import math
 from typing import Any, NamedTuple
 
 from . import _tapegrad as _C
+from ._creation import full_like, ones_like, zeros_like
 from ._errors import LinAlgError
 from ._function import Function
-from ._functional import full_like, ones_like, zeros_like
 
 Tensor = _C.Tensor
 

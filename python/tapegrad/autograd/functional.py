@@ -24,7 +24,7 @@ import weakref
 from typing import Any, Callable
 
 from .. import _tapegrad as _C
-from .._functional import ones_like, zeros_like
+from .._creation import ones_like, zeros_like
 from .._grad_mode import enable_grad, set_grad_enabled
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Union
 
 from .. import _tapegrad as _C
-from .._functional import zeros_like
+from .._creation import zeros_like
 from .._grad_mode import enable_grad
 from ..autograd import functional as _AF
 from ._pytree import TreeSpec, tree_flatten, tree_unflatten
