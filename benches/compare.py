@@ -5,7 +5,8 @@ products (MM rows: 4096^3, 256^3, the W1 shapes; `/1t` rows on one thread), meas
 machine's own limits (issue 19).
 
 The run starts by measuring the machine: its float32 FMA roof (AVX-512 and AVX2, one thread and all
-threads, `tapegrad._tapegrad._roof`) and its memory copy bandwidth (`_copy_bandwidth`). Every dense
+threads, `tapegrad._tapegrad._roof`) and its memory copy bandwidth (`_copy_bandwidth`); both come with the
+`bench` feature of the build (`maturin develop --release --features bench`), which the wheel users install lacks. Every dense
 workload then gets GFLOP/s and the fraction of the roof (the all-thread roof, or the one-thread roof
 for `/1t` rows) beside its ratio to PyTorch; W7 a fraction of the copy bandwidth.
 
@@ -627,6 +628,9 @@ def machine_limits():
     """Child process: the FMA roof and copy bandwidth, one thread and all threads, as JSON."""
     from tapegrad import _tapegrad as C
 
+    if not hasattr(C, "_roof"):
+        sys.exit("compare.py measures the machine with the probes of the `bench` feature, which this build of "
+                 "tapegrad lacks: build it with `maturin develop --release --features bench`")
     threads = os.cpu_count() or 1
     out = {"threads": threads, "roof": {}, "copy": {}}
     for isa in ("avx512", "avx2"):

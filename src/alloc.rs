@@ -13,7 +13,7 @@
 //!   `MADV_HUGEPAGE` (THP runs in "madvise" mode here), so its first touch takes one fault per
 //!   2 MB instead of one per 4 KB: faulting 64 MB in costs 3.7 ms instead of 29-34 ms.
 //! - A cache of freed blocks, reused for requests of the same page-rounded size, under a rule that
-//!   keeps "memory goes back when the graph is dropped" true (tests/test_leaks.py):
+//!   keeps "memory goes back when the graph is dropped" true (tests/python/reliability/test_leaks.py):
 //!   1. A size is cached only once it *recurs*: a block of that size was freed and then the size
 //!      was requested again, twice (`RECUR`). A loop does that from its third step on; a graph
 //!      built once or twice and dropped does not, so its memory is unmapped at once, as before.

@@ -17,7 +17,8 @@
 //! - [`parallel`]: the thread pool of the parallel kernels (and how it survives `fork`);
 //! - [`alloc`]: the global allocator (large blocks on huge pages, cached for loops);
 //! - [`at_fork`]: the locks a forked child may need, held across `fork` (NOTE [Locks across fork]);
-//! - [`roof`]: the machine's FMA roof and copy bandwidth, measured (for the benchmarks);
+//! - `roof` (feature `bench`): the machine's FMA roof and copy bandwidth, measured, and the GEMM's
+//!   entry points for the GEMM benches; not in the wheel users install;
 //! - `python` (feature `python`): the PyO3 bindings.
 
 #![warn(missing_docs)]
@@ -32,6 +33,7 @@ pub mod autograd;
 pub mod error;
 pub mod ops;
 pub mod parallel;
+#[cfg(feature = "bench")]
 pub mod roof;
 pub mod tensor;
 

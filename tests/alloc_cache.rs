@@ -2,6 +2,10 @@
 //! handed between threads keep their values, zeroed requests are zero even from the cache, and
 //! growth across the large threshold keeps the contents; small blocks (NOTE [Small-block cache]) keep
 //! theirs through reuse, resizing and zeroing.
+//!
+//! With the `python` feature the library installs the same allocator itself, so this file then has
+//! nothing to install and is left out (a second `#[global_allocator]` would not link).
+#![cfg(not(feature = "python"))]
 
 use std::sync::Mutex;
 use std::thread;

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from . import _tapegrad as _C
 from ._tapegrad import (
     Tensor,
+    abs,
     acos,
     acosh,
     addcdiv,
@@ -26,11 +27,13 @@ from ._tapegrad import (
     bitwise_right_shift,
     bitwise_xor,
     ceil,
+    cos,
     cosh,
     elu,
     erf,
     erfc,
     erfinv,
+    exp,
     exp2,
     expm1,
     floor,
@@ -46,6 +49,7 @@ from ._tapegrad import (
     isnan,
     leaky_relu,
     lerp,
+    log,
     log1p,
     log2,
     log10,
@@ -57,17 +61,23 @@ from ._tapegrad import (
     maximum,
     minimum,
     nan_to_num,
+    neg,
     reciprocal,
+    relu,
     remainder,
     round,
     rsqrt,
     selu,
+    sigmoid,
     sign,
     silu,
+    sin,
     sinh,
     softplus,
+    sqrt,
     square,
     tan,
+    tanh,
     trunc,
     where,
 )
@@ -217,106 +227,6 @@ def pow(input: Tensor, exponent: _TensorLike) -> Tensor:
     tensor([4., 9.])
     """
     return input.pow(exponent)
-
-
-def neg(input: Tensor) -> Tensor:
-    """``-input``.
-
-    >>> import tapegrad as tg
-    >>> tg.neg(tg.tensor([1., -2.]))
-    tensor([-1.,  2.])
-    """
-    return input.neg()
-
-
-def abs(input: Tensor) -> Tensor:
-    """The absolute value, elementwise.
-
-    >>> import tapegrad as tg
-    >>> tg.abs(tg.tensor([-1.5, 2.0]))
-    tensor([1.5000, 2.0000])
-    """
-    return input.abs()
-
-
-def exp(input: Tensor) -> Tensor:
-    """``e ** input``, elementwise.
-
-    >>> import tapegrad as tg
-    >>> tg.exp(tg.tensor([0.]))
-    tensor([1.])
-    """
-    return input.exp()
-
-
-def log(input: Tensor) -> Tensor:
-    """The natural logarithm, elementwise.
-
-    >>> import tapegrad as tg
-    >>> tg.log(tg.tensor([1.]))
-    tensor([0.])
-    """
-    return input.log()
-
-
-def sqrt(input: Tensor) -> Tensor:
-    """The square root, elementwise.
-
-    >>> import tapegrad as tg
-    >>> tg.sqrt(tg.tensor([4., 9.]))
-    tensor([2., 3.])
-    """
-    return input.sqrt()
-
-
-def sin(input: Tensor) -> Tensor:
-    """The sine, elementwise.
-
-    >>> import tapegrad as tg
-    >>> tg.sin(tg.tensor([0.]))
-    tensor([0.])
-    """
-    return input.sin()
-
-
-def cos(input: Tensor) -> Tensor:
-    """The cosine, elementwise.
-
-    >>> import tapegrad as tg
-    >>> tg.cos(tg.tensor([0.]))
-    tensor([1.])
-    """
-    return input.cos()
-
-
-def tanh(input: Tensor) -> Tensor:
-    """The hyperbolic tangent, elementwise.
-
-    >>> import tapegrad as tg
-    >>> tg.tanh(tg.tensor([0.]))
-    tensor([0.])
-    """
-    return input.tanh()
-
-
-def sigmoid(input: Tensor) -> Tensor:
-    """``1 / (1 + exp(-input))``, elementwise.
-
-    >>> import tapegrad as tg
-    >>> tg.sigmoid(tg.tensor([0.]))
-    tensor([0.5000])
-    """
-    return input.sigmoid()
-
-
-def relu(input: Tensor) -> Tensor:
-    """``max(input, 0)``, elementwise.
-
-    >>> import tapegrad as tg
-    >>> tg.relu(tg.tensor([-1., 2.]))
-    tensor([0., 2.])
-    """
-    return input.relu()
 
 
 def clamp(input: Tensor, min: _Number | Tensor | None = None, max: _Number | Tensor | None = None) -> Tensor:

@@ -46,10 +46,12 @@ trait Gemm: Float {
     unsafe fn gemm(p: Problem<Self>);
 }
 
-/// The float32 product behind `matmul` (see the module's notes on kernels).
+/// The float32 product behind `matmul` (see the module's notes on kernels), for the GEMM benchmarks
+/// (`roof::sgemm_for_bench`).
 ///
 /// # Safety
 /// As for [`Gemm::gemm`].
+#[cfg(feature = "bench")]
 pub(crate) unsafe fn f32_gemm(p: Problem<f32>) {
     // SAFETY: the caller's contract is `Gemm::gemm`'s.
     unsafe { <f32 as Gemm>::gemm(p) }

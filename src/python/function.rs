@@ -490,7 +490,7 @@ fn is_gc_tracked(obj: &Bound<'_, PyAny>) -> bool {
 // as soon as a container enters it). Such a ctx is untracked once `apply` is done with it. Any
 // cycle through it would need a reference to it, and the only ones Python code can get from then
 // on are the arguments of `backward` and `jvp`, which track it again first (`track_ctx`). (An
-// output's `grad_fn` is a `tg.Node`, not the ctx, README's "Differences from PyTorch"; anything that
+// output's `grad_fn` is a `tg.Node`, not the ctx, docs/differences.md; anything that
 // one day hands the ctx out elsewhere must call `track_ctx` first, or a cycle through it leaks.) A ctx
 // kept elsewhere during forward (more references) stays tracked. An untracked object is still
 // visited, freed and deallocated as usual; only the collector does not look at it.

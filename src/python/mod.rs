@@ -2,6 +2,7 @@
 //! each method converts its arguments, calls the core through the gateway (`gateway.rs`: the GIL
 //! and the error mapping are decided there), and converts the result.
 
+mod alloc;
 mod autograd;
 mod convert;
 mod ctx;
@@ -14,6 +15,8 @@ mod helpers;
 mod identity;
 mod linalg;
 mod optim;
+mod precision;
+#[cfg(feature = "bench")]
 mod roof;
 mod tensor;
 mod tensor_arith;
@@ -22,57 +25,73 @@ mod tensor_compose;
 mod tensor_exchange;
 mod tensor_index;
 mod tensor_inplace;
-mod tensor_math;
 mod tensor_nn;
+mod tensor_pairwise;
 mod tensor_protocol;
 mod tensor_reduce;
 mod tensor_scatter;
 mod tensor_shape;
 mod tensor_sort;
 mod tensor_unary;
-// bf16 (issue 19): the float32 matmul precision setting.
-mod precision;
-// The size of the thread pool (set_num_threads / get_num_threads).
 mod threads;
-// issue 19: the allocator's large-block cache (private helpers).
-mod alloc;
 
 use pyo3::prelude::*;
 
+/// Adds one binding file's functions (and module-level values) to the native module.
+type Registrar = fn(&Bound<'_, PyModule>) -> PyResult<()>;
+
+/// Every binding file that adds functions, in one table: the tensor families, then autograd and custom
+/// functions, then the process-wide settings and private helpers.
+const FAMILIES: &[Registrar] = &[
+    convert::register,
+    factories::register,
+    tensor_arith::register,
+    tensor_unary::register,
+    tensor_pairwise::register,
+    tensor_shape::register,
+    tensor_compose::register,
+    tensor_nn::register,
+    tensor_scatter::register,
+    tensor_protocol::register,
+    tensor_exchange::register,
+    linalg::register,
+    optim::register,
+    autograd::register,
+    function::register,
+    forward::register,
+    helpers::register,
+    precision::register,
+    threads::register,
+    alloc::register,
+    #[cfg(feature = "bench")]
+    roof::register,
+];
+
 /// The private native module `tapegrad._tapegrad`; `python/tapegrad/__init__.py` re-exports it.
 #[pymodule]
-fn _tapegrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    // Before any thread of ours exists (NOTE [Locks across fork]).
-    crate::at_fork::register();
-    m.add_class::<tensor::PyTensor>()?;
-    m.add_class::<convert::PyDType>()?;
-    m.add_class::<convert::PyDevice>()?;
-    m.add_class::<autograd::PyNode>()?;
-    m.add_class::<autograd::PyHookHandle>()?;
-    m.add_class::<ctx::PyCtx>()?;
-    convert::register(m)?;
-    factories::register(m)?;
-    autograd::register(m)?;
-    function::register(m)?;
-    tensor_arith::register(m)?;
-    tensor_shape::register(m)?;
-    errors::init(m.py())?;
-    tensor_math::register(m)?;
-    helpers::register(m)?;
-    tensor_nn::register(m)?;
-    optim::register(m)?;
-    tensor_protocol::register(m)?;
-    tensor_compose::register(m)?;
-    tensor_scatter::register(m)?;
-    linalg::register(m)?;
-    tensor_exchange::register(m)?;
-    forward::register(m)?;
-    precision::register(m)?;
-    roof::register(m)?;
-    threads::register(m)?;
-    alloc::register(m)?;
-    autograd::install_hooks();
-    gateway::install_host_lock();
-    crate::autograd::anomaly::set_warning_hook(errors::warn_user);
-    Ok(())
+mod _tapegrad {
+    #[pymodule_export]
+    use super::autograd::{PyHookHandle, PyNode};
+    #[pymodule_export]
+    use super::convert::{PyDType, PyDevice};
+    #[pymodule_export]
+    use super::ctx::PyCtx;
+    #[pymodule_export]
+    use super::tensor::PyTensor;
+
+    use pyo3::prelude::*;
+
+    #[pymodule_init]
+    fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        // Before any thread of ours exists (NOTE [Locks across fork]).
+        crate::at_fork::register();
+        super::errors::init(m.py())?;
+        for register in super::FAMILIES {
+            register(m)?;
+        }
+        super::autograd::install_hooks();
+        super::gateway::install_host_lock();
+        crate::autograd::anomaly::set_warning_hook(super::errors::warn_user);
+        Ok(())
+    }
 }

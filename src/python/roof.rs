@@ -1,5 +1,5 @@
 //! `_roof` and `_copy_bandwidth`: the machine's limits for `benches/compare.py` (the measurements
-//! are in `src/roof.rs`). Private: not part of the API.
+//! are in `src/roof.rs`), built only with the `bench` feature. Private: not part of the API.
 
 use pyo3::prelude::*;
 

@@ -227,7 +227,7 @@ impl PyTensor {
 /// PyTorch has no bool kernel for the matrix products (`NotImplementedError`); integers work.
 fn refuse_bool_product(a: &crate::Tensor, b: &crate::Tensor, kernel: &str) -> PyResult<()> {
     if a.dtype() == crate::tensor::dtype::DType::Bool || b.dtype() == crate::tensor::dtype::DType::Bool {
-        return Err(super::tensor_math::not_implemented_for(kernel, crate::tensor::dtype::DType::Bool));
+        return Err(super::tensor_pairwise::not_implemented_for(kernel, crate::tensor::dtype::DType::Bool));
     }
     Ok(())
 }

@@ -339,7 +339,7 @@ impl PyTensor {
     /// tensor(5.)
     fn trace(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         if self.inner.dtype() == crate::tensor::dtype::DType::Bool {
-            return Err(super::tensor_math::not_implemented_for("trace", self.inner.dtype()));
+            return Err(super::tensor_pairwise::not_implemented_for("trace", self.inner.dtype()));
         }
         enter_tensor(py, Cost::Elements(self.inner.numel()), || self.inner.trace())
     }

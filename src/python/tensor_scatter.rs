@@ -395,7 +395,7 @@ fn bucketize(
 fn refuse_bool_search(seq: &Tensor, v: &Tensor) -> PyResult<()> {
     for t in [seq, v] {
         if t.dtype() == crate::tensor::dtype::DType::Bool {
-            return Err(super::tensor_math::not_implemented_for("searchsorted_out_cpu", t.dtype()));
+            return Err(super::tensor_pairwise::not_implemented_for("searchsorted_out_cpu", t.dtype()));
         }
     }
     Ok(())

@@ -236,7 +236,7 @@ impl PyTensor {
 /// PyTorch has no bool kernel for the sorting-based selections (`median`, `kthvalue`).
 fn refuse_bool(t: &crate::Tensor, kernel: &str) -> PyResult<()> {
     if t.dtype() == crate::tensor::dtype::DType::Bool {
-        return Err(super::tensor_math::not_implemented_for(kernel, t.dtype()));
+        return Err(super::tensor_pairwise::not_implemented_for(kernel, t.dtype()));
     }
     Ok(())
 }

@@ -580,12 +580,14 @@ unsafe fn member(job: Shared, id: usize, members: usize, split_rows: bool, barri
     });
 }
 
-/// Packs a block as the kernel does, for `benches/gemm_pack.rs` (through `roof::pack_for_bench`):
+/// Packs a block as the kernel does, for `benches/gemm_pack.rs` (through `roof::pack_for_bench`, feature
+/// `bench`):
 /// `pack_a` of an `outer × inner` block of `A` when `a` (rows × steps), else `pack_b` (steps ×
 /// columns). Returns `false`, doing nothing, without AVX-512F.
 ///
 /// # Safety
 /// `src` must be valid for the block at strides `rs`, `cs`, and `dst` hold its packed panels.
+#[cfg(feature = "bench")]
 pub(crate) unsafe fn pack_for_bench(
     a: bool,
     outer: usize,
