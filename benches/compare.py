@@ -1,8 +1,7 @@
-"""tapegrad against PyTorch and NumPy on the workloads of issue 5 (W1-W6), issue 16 (W7: one Adam
-step over W4's parameters; W8: W4 trained as a `tg.nn` model with `tg.optim.Adam`) and issue 18 (W9:
-the 100x100 Jacobian of an MLP with `func.jacrev` and `func.jacfwd`), and single float32 matrix
-products (MM rows: 4096^3, 256^3, the W1 shapes; `/1t` rows on one thread), measured against the
-machine's own limits (issue 19).
+"""tapegrad against PyTorch and NumPy on the workloads of docs/performance.md (W1-W6; W7: one Adam
+step over W4's parameters; W8: W4 trained as a `tg.nn` model with `tg.optim.Adam`; W9: the 100x100
+Jacobian of an MLP with `func.jacrev` and `func.jacfwd`), and single float32 matrix products (MM rows:
+4096^3, 256^3, the W1 shapes; `/1t` rows on one thread), measured against the machine's own limits.
 
 The run starts by measuring the machine: its float32 FMA roof (AVX-512 and AVX2, one thread and all
 threads, `tapegrad._tapegrad._roof`) and its memory copy bandwidth (`_copy_bandwidth`); both come with the
@@ -13,7 +12,7 @@ for `/1t` rows) beside its ratio to PyTorch; W7 a fraction of the copy bandwidth
 Each implementation of a workload runs in a child process of its own (warm-up first, then its
 rounds), in two passes that alternate the implementations (`--interleave`: all of a workload's
 implementations in one process, taking turns round by round), and the parent prints a table of
-medians, min..max and the ratio tapegrad / PyTorch, then one line per target of issue 19 that the
+medians, min..max and the ratio tapegrad / PyTorch, then one line per performance target that the
 rows measure, held or not held with its figure (`TARGETS`). PyTorch and NumPy comparisons are optional: a
 missing package is skipped with a message.
 
@@ -479,7 +478,7 @@ W7_PARAMS = {"W7": sum(a * b for a, b in zip(W4_SIZES, W4_SIZES[1:])), "W7/L3": 
 W7_BYTES = {"W7": 7 * 4 * W7_PARAMS["W7"], "W7/L3": 7 * 4 * W7_L3_PARAMS * W7_L3_STEPS}
 W7_COPY_MIB = {k: max(1, round(4 * 4 * n / 2 / 2**20)) for k, n in W7_PARAMS.items()}
 
-# The targets of issue 19 that a row of this table measures, one summary line each at the end of the
+# The performance targets that a row of this table measures, one summary line each at the end of the
 # run: (row, measure, bound, what). Measures: "ratio" tapegrad / torch of the medians (at most the
 # bound); "roof" the fastest round's fraction of the roof (at least); "roof-median" the median round's
 # (shown beside W4's, not a target of its own); "copy" W7's traffic over the copy beside it (at
@@ -503,7 +502,7 @@ TARGETS = [
 
 
 def target_lines(summary):
-    """One line per target of issue 19 whose row ran: held or not, with the figure."""
+    """One line per target whose row ran: held or not, with the figure."""
     lines = []
     for row, measure, bound, what in TARGETS:
         got = summary.get(row, {}).get(measure)
@@ -551,9 +550,9 @@ def minor_faults():
 # NOTE [Warm-up of a training loop]: W4, W6 and W8 are training steps, and their targets are about a
 # loop's steady state. tapegrad's large-block cache keeps a size only once it has recurred twice
 # (NOTE [Large-block cache] in src/alloc.rs, rule 1), so a loop's first three steps map fresh memory;
-# with one warm-up round the first two timed rounds of a child paid that (W4: 179 and 178 ms, then
-# 79-84; session 9), and with each child timing only half of `--repeats` rounds, up to half of the
-# rounds were such steps and the median read 88-92 ms against steps.py's 77-84. Three warm-up rounds,
+# with one warm-up round the first two timed rounds of a child pay that (W4 on the 2-core Zen 5: 179
+# and 178 ms, then 79-84), and with each child timing only half of `--repeats` rounds, up to half of
+# the rounds would be such steps (W4's median 88-92 ms against steps.py's 77-84). Three warm-up rounds,
 # for every implementation alike, time the steady state.
 WARMUP = {"W4": 3, "W6": 3, "W8": 3}
 
@@ -564,9 +563,8 @@ def run_one(name, repeats, settle=0.0, only=None):
     Besides the times, records each implementation's minor page faults per round (the last round's,
     `resource.getrusage`): a workload that reuses its buffers pays none after its first round."""
     # PyTorch's thread count is set here, once, for the whole child: `/1t` rows on one thread, the
-    # others on all. (Until session 10 `workloads()` set it to all threads after this had set one,
-    # so PyTorch's `/1t` rows ran on both cores; the rows of earlier sessions' tables that compare
-    # PyTorch on one thread are not comparable.)
+    # others on all. Nothing else may set it (`workloads()` must not), or the `/1t` rows run PyTorch
+    # on every core.
     torch = try_import("torch")
     if torch is not None:
         torch.set_num_threads(1 if one_thread(name) else (os.cpu_count() or 1))
@@ -655,7 +653,7 @@ def main():
     # NOTE [Isolated implementations]: interleaved round by round in one process, the libraries share
     # more than the machine: NumPy's OpenBLAS threads spin about 0.1 s after each call and torch's OpenMP
     # threads spin too, so a two-thread product of whichever implementation runs next finds its second
-    # core taken (team19, session 7: tapegrad's GEMM helper got 9% of a core, OpenBLAS's worker 52%,
+    # core taken (2-core Zen 5: tapegrad's GEMM helper got 9% of a core, OpenBLAS's worker 52%,
     # torch's 37%; 256^3 read 0.13-0.20 ms instead of 0.065). A sleep before each round (`--settle`)
     # frees the core but leaves every next round cold (W9, torch's jacrev: 0.47 -> 11.5 ms median).
     # So by default each implementation runs in a child process of its own, as a program using one

@@ -1,5 +1,5 @@
 //! float32 matrix multiply: tapegrad's kernel (`ops/gemm`, what `matmul` runs) against the
-//! libraries issue 19 asks about, in one run, on the same buffers: `matrixmultiply`, the `gemm`
+//! libraries it could be replaced by, in one run, on the same buffers: `matrixmultiply`, the `gemm`
 //! crate (candle's and faer's) and OpenBLAS (the runtime-dispatched `libscipy_openblas` of the
 //! `scipy-openblas32` wheel, loaded with `dlopen`; skipped with a message when it is not found).
 //!
@@ -12,7 +12,7 @@
 //! the thread counts (default: 1 and all), `GEMM_LIBS_SHAPES` shapes (comma-separated parts of
 //! their labels, e.g. `GEMM_LIBS_SHAPES=h.T@g,4096^3`). OpenBLAS picks its kernel by CPU model at load time and
 //! prints its choice (`OPENBLAS_CORETYPE=SkylakeX` forces the AVX-512 one where it does not know the
-//! CPU: the Zen 5 of issue 19 gets `Haswell`, AVX2, by default).
+//! CPU: the 2-core Zen 5 EPYC of docs/performance.md gets `Haswell`, AVX2, by default).
 //!
 //! Each shape runs every library in turn, each for a block of rounds after a pause (not interleaved
 //! round by round: OpenBLAS's threads keep spinning for about 0.1 s after a call, which would take a
@@ -32,7 +32,7 @@ const SHAPES: &[(&str, usize, usize, usize, bool, bool)] = &[
     ("4096^3", 4096, 4096, 4096, false, false),
     // 4096³'s sweep with one block of columns of `B` (each row of `A` read once) and with 512
     // rows of `A` (an `A` that stays in L3): what the two-thread big-shape path loses where
-    // (gemm21).
+    // (docs/performance.md, "What limits 4096³ on two threads").
     ("4096x4096x512", 4096, 4096, 512, false, false),
     ("512x4096x4096", 512, 4096, 4096, false, false),
     ("256^3 (W6)", 256, 256, 256, false, false),
@@ -44,7 +44,7 @@ const SHAPES: &[(&str, usize, usize, usize, bool, bool)] = &[
     ("W4 h.T@g 4096x256x4096", 4096, 256, 4096, true, false),
     ("W4 g@w.T 256x4096x4096", 256, 4096, 4096, false, true),
     // The rest of W4's products (forward of the last layer, the other weight gradients and input
-    // gradients) and W8's forward (`nn.Linear`: `x @ W.t()`), issue 19 (pack19).
+    // gradients) and W8's forward (`nn.Linear`: `x @ W.t()`).
     ("W4 256x4096x1024", 256, 4096, 1024, false, false),
     ("W4 h.T@g 1024x256x4096", 1024, 256, 4096, true, false),
     ("W4 h.T@g 4096x256x1024", 4096, 256, 1024, true, false),

@@ -1,7 +1,7 @@
 //! The float32 GEMM's packing routines alone (`src/ops/gemm/pack.rs`), in GB/s of the operand read,
 //! against the routines they replaced (kept below as `old_*`, compiled the way they were: outside any
-//! `target_feature` function, except the gather), on W4's blocks (issue 19, NOTE [Packing at
-//! memory speed]):
+//! `target_feature` function, except the gather), on W4's blocks (NOTE [Packing at memory
+//! speed]):
 //!
 //!     cargo bench --bench gemm_pack
 //!
@@ -17,7 +17,7 @@ const NR: usize = 32;
 const KC: usize = 384;
 const NC: usize = 512;
 
-/// The `pack_a` before issue 19's packing work (2026-11-24, main 07aa3ce).
+/// The `pack_a` before the AVX-512 packing routines (main 07aa3ce, 2026-11-24).
 unsafe fn old_pack_a(mc: usize, kc: usize, a: *const f32, rsa: isize, csa: isize, dst: &mut [f32]) {
     for (p, panel) in dst.chunks_exact_mut(kc * MR).take(mc.div_ceil(MR)).enumerate() {
         let r0 = p * MR;

@@ -10,10 +10,12 @@ slowest steps with those figures and the correlation of step time with the other
     python benches/steps.py W4 --steps 40 --pause 0.7   # a pause before each step (allocator sweeps)
     python benches/steps.py W4 --warmup 30 --steps 8 --pause 1.5   # a long loop's pauses
 
-Session 8 (bench20), 2-core Zen 5 VM shared with other jobs: W4's slow steps (1.15x the median and
-more) came with the other processes' CPU time (correlation 0.84 over 200 steps at load 3), not with
-page faults (1 per step), though in a calmer run the slow ones came with more CPU time of our own; after a pause longer than the allocator's sweep period (0.5-1 s) a step takes ~1,800 minor
-faults (the cached blocks were unmapped) and about 10 ms more CPU.
+On the 2-core Zen 5 VM shared with other jobs (2026-11-24, load 2.1-3.2), W4's slow steps (1.15x the
+median and more) came with the other processes' CPU time (correlation 0.84 over 200 steps), not with
+page faults (1 per step); in a calmer run the slow ones came with more CPU time of our own (the same work
+on slower memory, and a team member waiting for a preempted one). After a pause longer than a cached
+block's idle life (NOTE [Idle life of a cached block] in src/alloc.rs) a step takes ~1,800 minor faults
+(the cached blocks were unmapped) and about 10 ms more CPU.
 """
 
 import argparse

@@ -73,7 +73,7 @@ const INTEL: Blocking = Blocking { pack_a_min: 1 << 30, packed_loop: true, ..ZEN
 //   four alternations of `gemm_libs`. With `compare.py` (main's wheel and this one alternated
 //   twice, 23:42–23:47): 4096³ on one thread 163.7 and 157.8 → 183.0 and 179.3 GFLOP/s (68% → 76%
 //   of the roof; PyTorch's MKL 180–187 in the same passes), 1000×64×100 with `A` transposed 259 and
-//   265 → 283 and 304, 256³ unchanged (docs/performance.md, "Session 10, Intel").
+//   265 → 283 and 304, 256³ unchanged (docs/performance.md, "Blocking by CPU").
 // - packing a row-major `A` costs about a cycle per value, so only on large products (2³⁰
 //   multiply-adds: 1024³; 256³ lost 5% with it) with `n` ≥ `PACK_A_MIN_N` (session 11). The
 //   serial path packs each block of `A` once for all of `n`; the team takes its blocks of `B` with
